@@ -1,0 +1,363 @@
+"""The dynamics node's query services: request -> core -> response, nothing more.
+
+``DynamicsServices(node, get_snapshot)`` registers six services on ``node`` (private
+names, so they resolve to ``/<namespace>/<node name>/<service>``):
+
+==========================  =============================================  ==========================
+service                     type (manip_dynamics_interfaces/srv)           core call
+==========================  =============================================  ==========================
+``~/inverse_dynamics``      InverseDynamics                                ``model.inverse_dynamics``
+``~/forward_dynamics``      ForwardDynamics                                ``model.forward_dynamics``
+``~/get_mass_matrix``       GetMassMatrix                                  ``model.mass_matrix``
+``~/get_gravity_torques``   GetGravityTorques                              ``model[.with_payload].gravity_torques``
+``~/get_effective_inertia`` GetEffectiveInertia                            ``model.effective_inertia`` et al.
+``~/get_trajectory_torques`` GetTrajectoryTorques                          batched ``model.inverse_dynamics``
+==========================  =============================================  ==========================
+
+Every handler reads ``get_snapshot()`` ONCE and uses only that object, so a parameter
+change or a new robot description arriving mid-call is never seen half-applied. With no
+snapshot yet (no robot model), the answer is ``success=false`` and says so.
+
+Errors: a bad request (wrong lengths, non-finite values, unknown / missing / duplicate
+joint names, unknown frame, empty trajectory, ...) is answered with ``success=false`` and a
+``message`` that starts with the service's resolved name and names the field, joint, frame
+or point at fault (the core's ``InputError`` / ``UnknownFrameError`` messages are passed
+on). Any other exception is logged with its traceback and answered the same way: a handler
+never raises into the executor, so a bad request can never take the node down.
+
+Conventions are the core's (docs/design.md): ``tau = M qdd + C qd + g + tau_fr - J^T F``,
+vectors in the model's joint order (returned as ``joint_names``), matrices row-major.
+
+Threading: all services share one ``ReentrantCallbackGroup`` (``self.callback_group``).
+Handlers keep no state of their own and the core model is immutable, so with a
+``MultiThreadedExecutor`` service calls run concurrently with each other and with the
+node's joint_states handling (which should live in a different callback group).
+"""
+from __future__ import annotations
+
+import math
+import traceback
+from typing import Callable, Optional, Sequence
+
+import numpy as np
+from rclpy.callback_groups import ReentrantCallbackGroup
+
+from manip_dynamics.core.errors import (
+    InputError,
+    ManipDynamicsError,
+    SingularConfigurationError,
+    UnknownFrameError,
+)
+from manip_dynamics_interfaces.srv import (
+    ForwardDynamics,
+    GetEffectiveInertia,
+    GetGravityTorques,
+    GetMassMatrix,
+    GetTrajectoryTorques,
+    InverseDynamics,
+)
+
+from manip_dynamics.nodes.snapshot import Snapshot
+
+NO_MODEL_MESSAGE = (
+    "no robot model yet: publish the URDF on 'robot_description' or set the "
+    "'robot_description' / 'urdf_file' parameter"
+)
+
+
+class RequestError(ValueError):
+    """A request the service cannot answer; the message names the field at fault."""
+
+
+def _error_text(exc: BaseException) -> str:
+    # KeyError (UnknownFrameError) quotes its argument in str(); use the argument itself.
+    if isinstance(exc, KeyError) and exc.args:
+        return str(exc.args[0])
+    return str(exc) or type(exc).__name__
+
+
+def _flat(a: np.ndarray) -> list[float]:
+    return np.ascontiguousarray(a, dtype=float).ravel().tolist()
+
+
+# --------------------------------------------------------------------------- translation
+
+def joint_vector(model, joint_names: Sequence[str], values: Sequence[float], field: str,
+                 required: bool = True) -> np.ndarray:
+    """One request array -> an (n,) vector in the model's joint order.
+
+    ``joint_names`` empty: ``values`` must already be in model order (length n).
+    Otherwise ``values[i]`` belongs to ``joint_names[i]``; every model joint must be named
+    once and no other joint may appear. ``required=False``: an empty ``values`` means zeros.
+    Non-finite values are rejected (the core names the joint).
+    """
+    values = list(values)
+    if not values and not required:
+        return np.zeros(model.n)
+    names = list(joint_names) if joint_names else list(model.joint_names)
+    if len(values) != len(names):
+        if joint_names:
+            raise RequestError(
+                f"{field} has {len(values)} values but joint_names has {len(names)} names"
+            )
+        raise RequestError(
+            f"{field} has {len(values)} values, expected {model.n} (joint_names is empty, "
+            f"so the model's order is assumed: {', '.join(model.joint_names)})"
+        )
+    return np.asarray(
+        model.vector_from_names(names, values, field=field, allow_extra=False), dtype=float
+    )
+
+
+def _finite_vector(values: Sequence[float], field: str, length: int) -> np.ndarray:
+    v = np.asarray(list(values), dtype=float)
+    if v.shape != (length,):
+        raise RequestError(f"{field} has {v.size} values, expected {length}")
+    if not np.all(np.isfinite(v)):
+        raise RequestError(f"{field} has a non-finite value: {v.tolist()}")
+    return v
+
+
+def _wrench(msg) -> np.ndarray:
+    return np.array([msg.force.x, msg.force.y, msg.force.z,
+                     msg.torque.x, msg.torque.y, msg.torque.z], dtype=float)
+
+
+def _payload_arguments(payload) -> tuple[str, float, np.ndarray, np.ndarray]:
+    """manip_dynamics_interfaces/Payload -> (frame, mass, com (3,), inertia (3, 3))."""
+    i = payload.inertia
+    if not payload.frame_id:
+        raise RequestError("use_payload is true but payload.frame_id is empty")
+    mass = float(i.m)
+    com = np.array([i.com.x, i.com.y, i.com.z], dtype=float)
+    inertia = np.array([[i.ixx, i.ixy, i.ixz],
+                        [i.ixy, i.iyy, i.iyz],
+                        [i.ixz, i.iyz, i.izz]], dtype=float)
+    if not math.isfinite(mass) or mass < 0.0:
+        raise RequestError(f"payload.inertia.m must be finite and >= 0, got {mass}")
+    if not (np.all(np.isfinite(com)) and np.all(np.isfinite(inertia))):
+        raise RequestError("payload.inertia has a non-finite com or inertia component")
+    return payload.frame_id, mass, com, inertia
+
+
+def trajectory_arrays(model, trajectory) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """trajectory_msgs/JointTrajectory -> (Q, QD, QDD), each (P, n) in model order.
+
+    Missing (empty) velocities / accelerations of a point are zeros; a non-empty array must
+    have one value per joint name. ``joint_names`` empty means the model's order.
+    """
+    points = trajectory.points
+    if len(points) == 0:
+        raise RequestError("trajectory has no points")
+    names = list(trajectory.joint_names) if trajectory.joint_names else list(model.joint_names)
+    k = len(names)
+    # Let the core validate the names (missing / duplicate / unknown) once, by mapping the
+    # column indices 0..k-1 into model order: perm[j] = column holding model joint j.
+    perm = model.vector_from_names(names, np.arange(k, dtype=float), field="joint_names",
+                                   allow_extra=False)
+    perm = np.asarray(perm).round().astype(int)
+
+    def stacked(field: str, required: bool) -> np.ndarray:
+        out = np.zeros((len(points), k))
+        for p, point in enumerate(points):
+            values = getattr(point, field)
+            if len(values) == 0 and not required:
+                continue
+            if len(values) != k:
+                raise RequestError(
+                    f"points[{p}].{field} has {len(values)} values, expected {k} "
+                    f"(one per joint name)"
+                )
+            out[p] = values
+        bad = np.argwhere(~np.isfinite(out))
+        if bad.size:
+            p, c = bad[0]
+            raise RequestError(f"points[{p}].{field} is not finite for joint {names[c]!r}")
+        return out[:, perm]
+
+    return stacked("positions", True), stacked("velocities", False), \
+        stacked("accelerations", False)
+
+
+# --------------------------------------------------------------------------- services
+
+class DynamicsServices:
+    """Registers the six query services on ``node`` (see the module docstring)."""
+
+    def __init__(self, node, get_snapshot: Callable[[], Optional[Snapshot]]):
+        self._node = node
+        self._get_snapshot = get_snapshot
+        self.callback_group = ReentrantCallbackGroup()
+        specs = [
+            (InverseDynamics, "~/inverse_dynamics", self._inverse_dynamics),
+            (ForwardDynamics, "~/forward_dynamics", self._forward_dynamics),
+            (GetMassMatrix, "~/get_mass_matrix", self._get_mass_matrix),
+            (GetGravityTorques, "~/get_gravity_torques", self._get_gravity_torques),
+            (GetEffectiveInertia, "~/get_effective_inertia", self._get_effective_inertia),
+            (GetTrajectoryTorques, "~/get_trajectory_torques", self._get_trajectory_torques),
+        ]
+        self.services = []
+        for srv_type, name, handler in specs:
+            resolved: list[str] = [name]     # replaced by the resolved name once created
+            service = node.create_service(srv_type, name, self._wrap(handler, resolved),
+                                          callback_group=self.callback_group)
+            resolved[0] = service.srv_name
+            self.services.append(service)
+
+    def destroy(self) -> None:
+        for service in self.services:
+            self._node.destroy_service(service)
+        self.services = []
+
+    # One wrapper for every handler: snapshot check, error translation, no exceptions out.
+    def _wrap(self, handler, resolved_name: list):
+        def callback(request, response):
+            name = resolved_name[0]
+            snapshot = self._get_snapshot()
+            if snapshot is None:
+                response.success = False
+                response.message = f"{name}: {NO_MODEL_MESSAGE}"
+                return response
+            try:
+                handler(snapshot, request, response)
+                response.success = True
+            except (RequestError, InputError, UnknownFrameError, SingularConfigurationError,
+                    ManipDynamicsError) as exc:
+                self._clear(response)
+                response.success = False
+                response.message = f"{name}: {_error_text(exc)}"
+            except Exception as exc:  # never let a stray exception reach the executor
+                self._node.get_logger().error(
+                    f"{name}: unexpected error while answering a request:\n"
+                    + traceback.format_exc()
+                )
+                self._clear(response)
+                response.success = False
+                response.message = f"{name}: internal error ({type(exc).__name__}: {exc})"
+            return response
+
+        return callback
+
+    @staticmethod
+    def _clear(response) -> None:
+        """Reset a half-filled response to its defaults (no partial data with success=false)."""
+        fresh = type(response)()
+        for field in response.get_fields_and_field_types():
+            setattr(response, field, getattr(fresh, field))
+
+    # ---- handlers: (snapshot, request, response) -> None, raise on a bad request
+
+    def _inverse_dynamics(self, snapshot: Snapshot, req, res) -> None:
+        """tau = M qdd + C qd + g (+ tau_fr) - J(wrench_frame)^T F_ext."""
+        model = snapshot.model
+        q = joint_vector(model, req.joint_names, req.position, "position")
+        qd = joint_vector(model, req.joint_names, req.velocity, "velocity", required=False)
+        qdd = joint_vector(model, req.joint_names, req.acceleration, "acceleration",
+                           required=False)
+        wrench = _wrench(req.external_wrench)
+        if not np.all(np.isfinite(wrench)):
+            raise RequestError(f"external_wrench is not finite: {wrench.tolist()}")
+        f_ext = f_frame = None
+        if req.wrench_frame:
+            f_ext, f_frame = wrench, req.wrench_frame
+        elif np.any(wrench != 0.0):
+            raise RequestError("external_wrench is non-zero but wrench_frame is empty")
+        tau = model.inverse_dynamics(q, qd, qdd, friction=req.include_friction,
+                                     f_ext=f_ext, f_ext_frame=f_frame)
+        res.joint_names = list(model.joint_names)
+        res.effort = _flat(tau)
+
+    def _forward_dynamics(self, snapshot: Snapshot, req, res) -> None:
+        """qdd = M^-1 (tau - C qd - g (- tau_fr))."""
+        model = snapshot.model
+        q = joint_vector(model, req.joint_names, req.position, "position")
+        qd = joint_vector(model, req.joint_names, req.velocity, "velocity", required=False)
+        tau = joint_vector(model, req.joint_names, req.effort, "effort")
+        qdd = model.forward_dynamics(q, qd, tau, friction=req.include_friction)
+        res.joint_names = list(model.joint_names)
+        res.acceleration = _flat(qdd)
+
+    def _get_mass_matrix(self, snapshot: Snapshot, req, res) -> None:
+        model = snapshot.model
+        q = joint_vector(model, req.joint_names, req.position, "position")
+        m = np.asarray(model.mass_matrix(q), dtype=float)
+        eig = np.linalg.eigvalsh(m)
+        res.joint_names = list(model.joint_names)
+        res.mass_matrix = _flat(m)
+        res.eigenvalues = _flat(eig)
+        res.condition_number = float(eig[-1] / eig[0]) if eig[0] > 0.0 else math.inf
+
+    def _get_gravity_torques(self, snapshot: Snapshot, req, res) -> None:
+        """g(q); with use_payload, of a copy of the model carrying the extra payload."""
+        model = snapshot.model
+        q = joint_vector(model, req.joint_names, req.position, "position")
+        if req.use_payload:
+            frame, mass, com, inertia = _payload_arguments(req.payload)
+            if frame not in model.frame_names:
+                raise UnknownFrameError(
+                    f"payload.frame_id {frame!r} is not a link of the model "
+                    f"(links: {', '.join(model.frame_names)})"
+                )
+            model = model.with_payload(frame, mass, com, inertia)
+        res.joint_names = list(model.joint_names)
+        res.effort = _flat(model.gravity_torques(q))
+
+    def _get_effective_inertia(self, snapshot: Snapshot, req, res) -> None:
+        """Lambda = (J M^-1 J^T)^-1 at ``frame``; damped inverse when singular."""
+        model = snapshot.model
+        q = joint_vector(model, req.joint_names, req.position, "position")
+        frame = req.frame or snapshot.tip_frame
+        if frame not in model.frame_names:
+            raise UnknownFrameError(
+                f"frame {frame!r} is not a link of the model "
+                f"(links: {', '.join(model.frame_names)})"
+            )
+        linear = bool(req.linear_only)
+        a = np.asarray(model.inverse_effective_inertia(q, frame, linear_only=linear))
+        ellipsoid = model.inertia_ellipsoid(q, frame, linear_only=linear)
+        singular = bool(ellipsoid.singular)
+        if singular:
+            if snapshot.damping <= 0.0:
+                raise SingularConfigurationError(
+                    f"frame {frame!r} is at a singular configuration (condition number "
+                    f"{ellipsoid.condition_number:.3g}) and the node's 'damping' parameter "
+                    f"is 0, so no finite Lambda exists; set damping > 0"
+                )
+            lam = model.effective_inertia(q, frame, linear_only=linear,
+                                          damping=snapshot.damping)
+        else:
+            try:
+                lam = model.effective_inertia(q, frame, linear_only=linear, damping=0.0)
+            except SingularConfigurationError:
+                # The ellipsoid and the solve disagree only at the threshold: be safe.
+                singular = True
+                lam = model.effective_inertia(q, frame, linear_only=linear,
+                                              damping=max(snapshot.damping, 1e-12))
+        lam = np.asarray(lam, dtype=float)
+        if not (np.all(np.isfinite(lam)) and np.all(np.isfinite(a))):
+            raise ManipDynamicsError(f"core returned a non-finite Lambda at frame {frame!r}")
+        res.dimension = int(lam.shape[0])
+        res.effective_inertia = _flat(lam)
+        res.inverse_effective_inertia = _flat(a)
+        res.eigenvalues = _flat(ellipsoid.eigenvalues)
+        res.eigenvectors = _flat(ellipsoid.eigenvectors)
+        res.condition_number = float(ellipsoid.condition_number)
+        res.singular = singular
+
+    def _get_trajectory_torques(self, snapshot: Snapshot, req, res) -> None:
+        """tau_p = M(q_p) qdd_p + C(q_p, qd_p) qd_p + g(q_p) (+ tau_fr) for every point p."""
+        model = snapshot.model
+        q, qd, qdd = trajectory_arrays(model, req.trajectory)
+        tau = np.asarray(model.inverse_dynamics(q, qd, qdd, friction=req.include_friction),
+                         dtype=float).reshape(q.shape)
+        limits = np.asarray(model.effort_limits, dtype=float)
+        over = np.abs(tau) > limits                      # inf limit: never exceeded
+        res.joint_names = list(model.joint_names)
+        res.effort = _flat(tau)
+        res.peak_effort = _flat(np.max(np.abs(tau), axis=0))
+        res.effort_limit = _flat(limits)
+        res.exceeding_points = [int(p) for p in np.flatnonzero(over.any(axis=1))]
+        res.exceeding_joints = [model.joint_names[j] for j in np.flatnonzero(over.any(axis=0))]
+        if res.exceeding_joints:
+            res.message = (f"{len(res.exceeding_points)} of {len(q)} points exceed the effort "
+                           f"limit of: {', '.join(res.exceeding_joints)}")
