@@ -1,0 +1,12 @@
+"""manip_dynamics: rigid-body dynamics of ROS manipulators from their URDF.
+
+The core (:mod:`manip_dynamics.core`) is ROS-free; importing this package never imports
+rclpy. ROS 2 nodes live in :mod:`manip_dynamics.nodes`.
+"""
+from .core import (DynamicsTerms, InertiaEllipsoid, InputError, ManipDynamicsError,
+                   MasslessLinkWarning, RobotModel, SingularConfigurationError,
+                   UnknownFrameError, UnsupportedJointError, URDFError)
+
+__all__ = ["RobotModel", "DynamicsTerms", "InertiaEllipsoid", "ManipDynamicsError",
+           "URDFError", "UnsupportedJointError", "InputError", "UnknownFrameError",
+           "SingularConfigurationError", "MasslessLinkWarning"]

@@ -1,0 +1,58 @@
+"""Error hierarchy of manip_dynamics.
+
+::
+
+    ManipDynamicsError                      base of everything raised on purpose
+    ├── URDFError(ValueError)               a broken or unusable robot description
+    │   └── UnsupportedJointError           floating / planar (or other unsupported) joint
+    ├── InputError(ValueError)              wrong shape, non-finite value, bad joint names
+    ├── UnknownFrameError(KeyError)         a frame (link) name the model does not know
+    └── SingularConfigurationError          J M^-1 J^T (or M) is singular at this state
+
+Every message names the joint, link, argument or shape at fault.
+
+``MasslessLinkWarning`` (a ``UserWarning``) is emitted once per parsed model, naming
+all links that have no ``<inertial>`` element (they are treated as massless).
+"""
+
+
+class ManipDynamicsError(Exception):
+    """Base class of all errors raised by manip_dynamics on purpose."""
+
+
+class URDFError(ManipDynamicsError, ValueError):
+    """The URDF is broken or unusable (bad XML, missing link, cycle, bad inertia, ...)."""
+
+
+class UnsupportedJointError(URDFError):
+    """A joint type the model cannot represent (floating, planar, unknown)."""
+
+
+class InputError(ManipDynamicsError, ValueError):
+    """A call argument has the wrong shape, a non-finite value, or bad joint names."""
+
+
+class UnknownFrameError(ManipDynamicsError, KeyError):
+    """The frame (link) name is not part of the model."""
+
+    def __str__(self):  # KeyError would print the repr of the message
+        return str(self.args[0]) if self.args else ""
+
+
+class SingularConfigurationError(ManipDynamicsError):
+    """The requested quantity does not exist at this state (e.g. Lambda at a singularity)."""
+
+
+class MasslessLinkWarning(UserWarning):
+    """Links without <inertial> were treated as massless."""
+
+
+__all__ = [
+    "ManipDynamicsError",
+    "URDFError",
+    "UnsupportedJointError",
+    "InputError",
+    "UnknownFrameError",
+    "SingularConfigurationError",
+    "MasslessLinkWarning",
+]

@@ -1,0 +1,568 @@
+"""RobotModel: a frozen rigid-body model built once from a URDF, and the algorithms over it.
+
+Equation of motion (generalized coordinates q, one per revolute/continuous/prismatic
+joint that is not a mimic joint, URDF depth-first order)::
+
+    tau = M(q) qdd + C(q, qd) qd + g(q) + tau_fr(qd) - J_f(q)^T F_ext
+
+``g`` is on the left-hand side (the torque that HOLDS the arm still, Pinocchio's sign);
+``tau_fr = viscous * qd + coulomb * sign(qd)``; ``F_ext = [f; n]`` is the wrench the
+environment applies to the arm at the origin of frame ``f``, in ROOT axes.
+
+Frames are link names. Poses are ``X_root_frame`` (4x4). Jacobians are 6 x n with rows
+``[v; w]`` of the frame ORIGIN in ROOT axes (Pinocchio's LOCAL_WORLD_ALIGNED).
+
+Batches: every ``q`` of shape (n,) may be (N, n); results gain a leading N axis. The
+other state arguments (qd, qdd, tau, f_ext) must then have the same leading N.
+
+Thread safety: a model is immutable after construction (arrays are read-only, setting
+attributes raises); every call allocates its own scratch and the numba kernels release
+the GIL. ``with_*`` return new models sharing the parsed structure.
+
+First call: the numba kernels are compiled on first use (a few seconds each, once per
+machine thanks to ``cache=True``); call :meth:`RobotModel.warm_up` at start-up to pay it
+before serving requests.
+"""
+from __future__ import annotations
+
+from collections import namedtuple
+
+import numpy as np
+
+from . import kernels as K
+from .errors import InputError, SingularConfigurationError, UnknownFrameError
+from .urdf import Structure, parse_urdf
+
+DynamicsTerms = namedtuple(
+    "DynamicsTerms", "g c M J A Lambda condition_number singular")
+DynamicsTerms.__doc__ = """Per-state bundle (see RobotModel.compute_all).
+
+g (n,), c = C qd (n,), M (n, n), J (k, n), A = J M^-1 J^T (k, k), Lambda (k, k),
+condition_number of A, singular flag (cond > 1e12). k = 6, or 3 with linear_only.
+Batched: every field gains a leading N axis."""
+
+InertiaEllipsoid = namedtuple(
+    "InertiaEllipsoid", "eigenvalues eigenvectors condition_number singular")
+InertiaEllipsoid.__doc__ = """Eigen-decomposition of Lambda = A^-1.
+
+eigenvalues (k,) ascending, +inf along singular directions (eigenvalue of A below
+1e-12 of its largest); eigenvectors (k, k) columns, a proper rotation (det = +1);
+condition_number of A; singular flag."""
+
+_NO_FEXT = np.zeros((0, 6))
+_EYE4 = np.eye(4)
+
+
+def _tuple_names(xs):
+    return ", ".join(repr(x) for x in xs)
+
+
+class RobotModel:
+    """Frozen rigid-body model of a fixed-base tree (see the module docstring).
+
+    Build with :meth:`from_urdf_file` / :meth:`from_urdf_string`; never mutate: use
+    :meth:`with_gravity`, :meth:`with_friction`, :meth:`with_payload`,
+    :meth:`without_payload` for modified copies.
+
+    Example::
+
+        model = RobotModel.from_urdf_file("panda.urdf")
+        q = np.zeros(model.n)
+        g = model.gravity_torques(q)             # (n,) N*m / N holding the arm still
+        M = model.mass_matrix(np.zeros((100, model.n)))   # (100, n, n)
+    """
+
+    __slots__ = ("_s", "_gravity", "_viscous", "_coulomb", "_payloads", "_inert")
+
+    # ------------------------------------------------------------------ construction
+    def __init__(self, structure: Structure, gravity=(0.0, 0.0, -9.81), viscous=None,
+                 coulomb=None, payloads=None, inert=None):
+        set_ = object.__setattr__
+        set_(self, "_s", structure)
+        set_(self, "_gravity", _vector3(gravity, "gravity"))
+        set_(self, "_viscous", structure.viscous if viscous is None else viscous)
+        set_(self, "_coulomb", structure.coulomb if coulomb is None else coulomb)
+        set_(self, "_payloads", dict(payloads or {}))
+        set_(self, "_inert", structure.inert if inert is None else inert)
+
+    def __setattr__(self, name, value):
+        raise AttributeError("RobotModel is immutable; use the with_* methods for a modified copy")
+
+    @classmethod
+    def from_urdf_string(cls, xml: str, root_link: str | None = None, gravity=(0.0, 0.0, -9.81)):
+        """Parse a URDF string. Raises URDFError / UnsupportedJointError naming the element at
+        fault; warns (MasslessLinkWarning, once) naming links without <inertial>."""
+        if not isinstance(xml, str):
+            raise InputError(f"xml must be a str, got {type(xml).__name__}")
+        return cls(parse_urdf(xml, root_link), gravity)
+
+    @classmethod
+    def from_urdf_file(cls, path, root_link: str | None = None, gravity=(0.0, 0.0, -9.81)):
+        """Parse the URDF file at ``path`` (see :meth:`from_urdf_string`)."""
+        with open(path, encoding="utf-8") as f:
+            return cls.from_urdf_string(f.read(), root_link, gravity)
+
+    def _copy(self, **changes):
+        kw = dict(gravity=self._gravity, viscous=self._viscous, coulomb=self._coulomb,
+                  payloads=self._payloads, inert=self._inert)
+        kw.update(changes)
+        return RobotModel(self._s, **kw)
+
+    # ------------------------------------------------------------------ properties
+    n = property(lambda self: len(self._s.joint_names), doc="number of coordinates")
+    joint_names = property(lambda self: self._s.joint_names, doc="joint names in q order")
+    root_link = property(lambda self: self._s.root_link)
+    frame_names = property(lambda self: self._s.frame_names, doc="all links below the root (incl.)")
+    default_tip = property(lambda self: self._s.default_tip,
+                           doc="leaf link at the end of the longest chain")
+    effort_limits = property(lambda self: self._s.effort_limits)
+    velocity_limits = property(lambda self: self._s.velocity_limits)
+    position_lower = property(lambda self: self._s.position_lower)
+    position_upper = property(lambda self: self._s.position_upper)
+    viscous = property(lambda self: self._viscous, doc="(n,) N*m*s/rad (or N*s/m)")
+    coulomb = property(lambda self: self._coulomb, doc="(n,) N*m (or N)")
+    mimic_joint_names = property(lambda self: tuple(
+        j for j in self._s.full_joint_names if j not in self._s.joint_names))
+
+    @property
+    def gravity(self):
+        """(3,) gravity acceleration in the root frame, m/s^2 (read-only copy)."""
+        return self._gravity
+
+    @property
+    def payloads(self):
+        """dict frame -> (mass, com (3,) in frame axes, inertia (3, 3) about com, frame axes)."""
+        return dict(self._payloads)
+
+    def __repr__(self):
+        return (f"RobotModel(n={self.n}, root={self.root_link!r}, tip={self.default_tip!r}, "
+                f"joints={self.joint_names})")
+
+    # ------------------------------------------------------------------ modified copies
+    def with_gravity(self, g):
+        """Copy with gravity vector g (3,) m/s^2 in the root frame."""
+        return self._copy(gravity=g)
+
+    def with_friction(self, viscous=None, coulomb=None):
+        """Copy with viscous / Coulomb coefficients (scalar or (n,), >= 0); None keeps."""
+        kw = {}
+        for name, v in (("viscous", viscous), ("coulomb", coulomb)):
+            if v is None:
+                continue
+            a = _as_float(v, name)
+            a = np.broadcast_to(a, (self.n,)).copy() if a.ndim == 0 else a
+            if a.shape != (self.n,):
+                raise InputError(f"{name} must be a scalar or shape ({self.n},), got {a.shape}")
+            bad = ~np.isfinite(a) | (a < 0)
+            if bad.any():
+                i = int(np.argmax(bad))
+                raise InputError(f"{name}[{i}] (joint {self.joint_names[i]!r}) = {a[i]} "
+                                 "must be finite and >= 0")
+            a.setflags(write=False)
+            kw[name] = a
+        return self._copy(**kw)
+
+    def with_payload(self, frame, mass, com=(0.0, 0.0, 0.0), inertia=None):
+        """Copy with a rigid payload at ``frame`` (replacing one already there).
+
+        mass kg >= 0; com (3,) m in frame axes; inertia (3, 3) kg*m^2 about the com in frame
+        axes, symmetric positive semi-definite (default zero: point mass). Only the body
+        inertias are recomputed (no re-parsing). A payload on a link fixed to the root is
+        recorded but has no dynamic effect (fixed base).
+        """
+        fb, X = self._frame(frame)
+        m = float(_as_float(mass, "mass"))
+        if not np.isfinite(m) or m < 0:
+            raise InputError(f"payload mass must be finite and >= 0, got {mass!r}")
+        c = _vector3(com, "com")
+        I = np.zeros((3, 3)) if inertia is None else _as_float(inertia, "inertia")
+        if I.shape != (3, 3) or not np.isfinite(I).all():
+            raise InputError(f"payload inertia must be a finite (3, 3) array, got shape {I.shape}")
+        if not np.allclose(I, I.T, atol=1e-12, rtol=1e-9):
+            raise InputError("payload inertia must be symmetric")
+        if np.linalg.eigvalsh(I)[0] < -1e-12 * max(1.0, np.abs(I).max()):
+            raise InputError("payload inertia must be positive semi-definite")
+        c.setflags(write=False)
+        I = I.copy()
+        I.setflags(write=False)
+        payloads = dict(self._payloads)
+        payloads[frame] = (m, c, I)
+        return self._copy(payloads=payloads, inert=self._inertias_with(payloads))
+
+    def without_payload(self, frame=None):
+        """Copy without the payload at ``frame`` (None: without any). No payload there: same model."""
+        if frame is None:
+            payloads = {}
+        else:
+            self._frame(frame)
+            payloads = {k: v for k, v in self._payloads.items() if k != frame}
+        return self._copy(payloads=payloads, inert=self._inertias_with(payloads))
+
+    def _inertias_with(self, payloads):
+        inert = self._s.inert.copy()
+        for frame, (mp, cp, Ip) in payloads.items():
+            fb, X = self._s.frames[frame]
+            if fb < 0 or mp == 0 and not Ip.any():
+                continue
+            m, c, I = inert[fb, 0], inert[fb, 1:4], inert[fb, 4:13].reshape(3, 3)
+            R = X[:3, :3]
+            c2, I2 = R @ cp + X[:3, 3], R @ Ip @ R.T
+            mt = m + mp
+            ct = (m * c + mp * c2) / mt if mt > 0 else np.zeros(3)
+            It = np.zeros((3, 3))
+            for mi, ci, Ii in ((m, c, I), (mp, c2, I2)):
+                d = ci - ct
+                It += Ii + mi * (d @ d * np.eye(3) - np.outer(d, d))
+            inert[fb, 0], inert[fb, 1:4], inert[fb, 4:13] = mt, ct, It.ravel()
+        inert.setflags(write=False)
+        return inert
+
+    # ------------------------------------------------------------------ input helpers
+    def _frame(self, frame):
+        try:
+            return self._s.frames[frame]
+        except (KeyError, TypeError):
+            raise UnknownFrameError(
+                f"unknown frame {frame!r}; frames of this model: {_tuple_names(self.frame_names)}"
+            ) from None
+
+    def _states(self, x, name, like=None):
+        """-> (contiguous (N, n) float array, single?) with shape/finite checks."""
+        n = self.n
+        a = _as_float(x, name)
+        if like is not None:
+            if a.shape != like:
+                raise InputError(f"{name} must have the shape of q {like}, got {a.shape}")
+        elif not (a.ndim == 1 and a.shape[0] == n or a.ndim == 2 and a.shape[1] == n):
+            raise InputError(f"{name} must have shape ({n},) or (N, {n}), got {a.shape}")
+        if not np.isfinite(a).all():
+            idx = np.argwhere(~np.isfinite(a))[0]
+            where = f"{name}[{', '.join(map(str, idx))}]"
+            raise InputError(f"{where} (joint {self.joint_names[idx[-1]]!r}) is {a[tuple(idx)]}")
+        return np.ascontiguousarray(a.reshape(-1, n)), a.ndim == 1
+
+    def _fext(self, f_ext, f_ext_frame, N, single):
+        if f_ext is None:
+            return -1, _EYE4, _NO_FEXT
+        if f_ext_frame is None:
+            raise InputError("f_ext given without f_ext_frame")
+        fb, X = self._frame(f_ext_frame)
+        f = _as_float(f_ext, "f_ext")
+        if f.shape not in ((6,), (N, 6)) or (single and f.shape != (6,)):
+            raise InputError(f"f_ext must have shape (6,)" + ("" if single else f" or ({N}, 6)")
+                             + f", got {f.shape}")
+        if not np.isfinite(f).all():
+            raise InputError("f_ext has non-finite values")
+        return fb, X, np.ascontiguousarray(np.broadcast_to(f, (N, 6)))
+
+    @staticmethod
+    def _out(a, single):
+        return a[0] if single else a
+
+    # ------------------------------------------------------------------ joint-state helper
+    def vector_from_names(self, names, values, field="position", allow_extra=True):
+        """Map a (names, values) pair (as in sensor_msgs/JointState) to an (n,) vector in q order.
+
+        Raises InputError naming: wrong lengths, duplicate names, missing joints, unknown
+        names (only if allow_extra is False; mimic joints are always accepted and ignored),
+        and the joint whose value is not finite. ``field`` only labels the messages.
+        """
+        names = list(names)
+        try:
+            vals = np.asarray(values, dtype=float).reshape(-1)
+        except (TypeError, ValueError):
+            raise InputError(f"{field}: values are not numbers") from None
+        if len(vals) != len(names):
+            raise InputError(f"{field}: {len(names)} names but {len(vals)} values")
+        index = {}
+        dups = []
+        for i, nm in enumerate(names):
+            if nm in index:
+                dups.append(nm)
+            index[nm] = i
+        if dups:
+            raise InputError(f"{field}: duplicate joint names {_tuple_names(dict.fromkeys(dups))}")
+        missing = [j for j in self.joint_names if j not in index]
+        if missing:
+            raise InputError(f"{field}: missing joints {_tuple_names(missing)}")
+        if not allow_extra:
+            known = set(self._s.full_joint_names)
+            extra = [nm for nm in names if nm not in known]
+            if extra:
+                raise InputError(f"{field}: unknown joints {_tuple_names(extra)}")
+        out = vals[[index[j] for j in self.joint_names]]
+        bad = ~np.isfinite(out)
+        if bad.any():
+            j = self.joint_names[int(np.argmax(bad))]
+            raise InputError(f"{field}: joint {j!r} has non-finite value {out[bad][0]}")
+        return out
+
+    # ------------------------------------------------------------------ dynamics terms
+    def gravity_torques(self, q):
+        """g(q) (n,): the generalized force that holds the arm still, dU/dq. N*m or N."""
+        Q, single = self._states(q, "q")
+        out = np.empty_like(Q)
+        K.batch_gravity(self._s.topo, self._s.geom, self._inert, self._gravity, Q, out)
+        return self._out(out, single)
+
+    def coriolis_torques(self, q, qd):
+        """C(q, qd) qd (n,): Coriolis and centrifugal torques (RNEA with qdd = 0, no gravity)."""
+        Q, single = self._states(q, "q")
+        QD, _ = self._states(qd, "qd", like=np.shape(q))
+        out = np.empty_like(Q)
+        K.batch_rnea(self._s.topo, self._s.geom, self._inert, np.zeros(3), Q, QD,
+                     np.zeros_like(Q), -1, _EYE4, _NO_FEXT, out)
+        return self._out(out, single)
+
+    def coriolis_matrix(self, q, qd):
+        """C(q, qd) (n, n), the Christoffel-symbol factorization: C qd = coriolis_torques,
+        dM/dt = C + C^T (so dM/dt - 2C is skew-symmetric)."""
+        Q, single = self._states(q, "q")
+        QD, _ = self._states(qd, "qd", like=np.shape(q))
+        out = np.empty((Q.shape[0], self.n, self.n))
+        K.batch_coriolis_matrix(self._s.topo, self._s.geom, self._inert, Q, QD, out)
+        return self._out(out, single)
+
+    def mass_matrix(self, q):
+        """M(q) (n, n), symmetric positive definite joint-space inertia (CRBA). kg*m^2 / kg."""
+        Q, single = self._states(q, "q")
+        out = np.empty((Q.shape[0], self.n, self.n))
+        K.batch_mass(self._s.topo, self._s.geom, self._inert, Q, out)
+        return self._out(out, single)
+
+    def friction_torques(self, qd):
+        """tau_fr = viscous * qd + coulomb * sign(qd) (n,) (sign(0) = 0)."""
+        QD, single = self._states(qd, "qd")
+        out = self._viscous * QD + self._coulomb * np.sign(QD)
+        return self._out(out, single)
+
+    def inverse_dynamics(self, q, qd, qdd, friction=False, f_ext=None, f_ext_frame=None):
+        """tau = M qdd + C qd + g [+ tau_fr(qd)] - J_f^T F_ext (RNEA), (n,).
+
+        f_ext (6,) or (N, 6): wrench [f; n] applied TO the arm at the origin of f_ext_frame,
+        root axes (N, N*m)."""
+        Q, single = self._states(q, "q")
+        QD, _ = self._states(qd, "qd", like=np.shape(q))
+        QDD, _ = self._states(qdd, "qdd", like=np.shape(q))
+        fb, X, F = self._fext(f_ext, f_ext_frame, Q.shape[0], single)
+        out = np.empty_like(Q)
+        K.batch_rnea(self._s.topo, self._s.geom, self._inert, self._gravity, Q, QD, QDD,
+                     fb, X, F, out)
+        if friction:
+            out += self._viscous * QD + self._coulomb * np.sign(QD)
+        return self._out(out, single)
+
+    def forward_dynamics(self, q, qd, tau, friction=False, f_ext=None, f_ext_frame=None):
+        """qdd = M^-1 (tau - C qd - g [- tau_fr(qd)] + J_f^T F_ext) by Cholesky solves, (n,).
+
+        Raises SingularConfigurationError if M is not positive definite (a joint that
+        moves no mass and no inertia)."""
+        Q, single = self._states(q, "q")
+        QD, _ = self._states(qd, "qd", like=np.shape(q))
+        TAU, _ = self._states(tau, "tau", like=np.shape(q))
+        fb, X, F = self._fext(f_ext, f_ext_frame, Q.shape[0], single)
+        if friction:
+            TAU = TAU - (self._viscous * QD + self._coulomb * np.sign(QD))
+        out = np.empty_like(Q)
+        status = np.zeros(Q.shape[0], dtype=np.int64)
+        K.batch_forward_dynamics(self._s.topo, self._s.geom, self._inert, self._gravity,
+                                 Q, QD, TAU, fb, X, F, out, status)
+        self._check_mass(status)
+        return self._out(out, single)
+
+    def _check_mass(self, status):
+        if status.any():
+            s = int(np.argmax(status))
+            raise SingularConfigurationError(
+                f"mass matrix is not positive definite (state {s}): some joint moves no mass; "
+                f"joints with a massless subtree: {_tuple_names(self._massless_joints()) or 'none'}")
+
+    def _massless_joints(self):
+        topo, inert = self._s.topo, self._inert
+        sub = inert[:, 0].copy() + np.abs(inert[:, 4:13]).sum(axis=1)
+        for i in range(len(sub) - 1, -1, -1):
+            if topo[i, 0] >= 0:
+                sub[topo[i, 0]] += sub[i]
+        return [self._s.full_joint_names[i] for i in range(len(sub)) if sub[i] == 0]
+
+    # ------------------------------------------------------------------ kinematics
+    def frame_pose(self, q, frame):
+        """X_root_frame (4, 4) homogeneous transform of ``frame`` (a link) in the root frame."""
+        Q, single = self._states(q, "q")
+        fb, X = self._frame(frame)
+        pose = np.empty((Q.shape[0], 4, 4))
+        K.batch_kinematics(self._s.topo, self._s.geom, Q, fb, X, pose, pose, False)
+        return self._out(pose, single)
+
+    def jacobian(self, q, frame):
+        """J (6, n): [v; w] = J qd, v the velocity of the frame ORIGIN, both in ROOT axes."""
+        Q, single = self._states(q, "q")
+        fb, X = self._frame(frame)
+        pose = np.empty((Q.shape[0], 4, 4))
+        J = np.empty((Q.shape[0], 6, self.n))
+        K.batch_kinematics(self._s.topo, self._s.geom, Q, fb, X, pose, J, True)
+        return self._out(J, single)
+
+    def frame_bias_acceleration(self, q, qd, frame):
+        """Jdot qd (6,): the frame origin's classical acceleration [a; alpha] at qdd = 0, root axes."""
+        Q, single = self._states(q, "q")
+        QD, _ = self._states(qd, "qd", like=np.shape(q))
+        fb, X = self._frame(frame)
+        out = np.empty((Q.shape[0], 6))
+        K.batch_bias_acceleration(self._s.topo, self._s.geom, Q, QD, fb, X, out)
+        return self._out(out, single)
+
+    # ------------------------------------------------------------------ energies
+    def kinetic_energy(self, q, qd):
+        """T = 1/2 qd^T M(q) qd, J."""
+        return self._energy(q, qd)[..., 0]
+
+    def potential_energy(self, q):
+        """U = -sum_k m_k g . c_k (root origin as reference), J; g(q) = dU/dq."""
+        return self._energy(q, None)[..., 1]
+
+    def _energy(self, q, qd):
+        Q, single = self._states(q, "q")
+        QD = np.zeros_like(Q) if qd is None else self._states(qd, "qd", like=np.shape(q))[0]
+        out = np.empty((Q.shape[0], 2))
+        K.batch_energy(self._s.topo, self._s.geom, self._inert, self._gravity, Q, QD, out)
+        return self._out(out, single)
+
+    # ------------------------------------------------------------------ task-space inertia
+    def _bundle(self, q, qd, frame, linear_only, damping, want_gc, want_os):
+        Q, single = self._states(q, "q")
+        QD = self._states(qd, "qd", like=np.shape(q))[0] if qd is not None else Q
+        fb, X = self._frame(frame)
+        d = float(_as_float(damping, "damping"))
+        if not np.isfinite(d) or d < 0:
+            raise InputError(f"damping must be finite and >= 0, got {damping!r}")
+        N, n = Q.shape
+        k = 3 if linear_only else 6
+        g = np.empty((N, n))
+        c = np.empty((N, n))
+        M = np.empty((N, n, n))
+        J = np.empty((N, k, n))
+        A = np.empty((N, k, k))
+        Lam = np.empty((N, k, k))
+        cond = np.empty(N)
+        sing = np.empty(N, dtype=np.bool_)
+        ev = np.zeros((N, k))
+        V = np.zeros((N, k, k))
+        mu = np.empty((N, k))
+        p = np.empty((N, k))
+        status = np.zeros(N, dtype=np.int64)
+        K.batch_bundle(self._s.topo, self._s.geom, self._inert, self._gravity, Q, QD, fb, X,
+                       0, k, d, want_gc, want_os, g, c, M, J, A, Lam, cond, sing, ev, V,
+                       mu, p, status)
+        self._check_mass(status)
+        return single, dict(g=g, c=c, M=M, J=J, A=A, Lambda=Lam, cond=cond, singular=sing,
+                            ev=ev, V=V, mu=mu, p=p)
+
+    def _raise_if_singular(self, r, frame):
+        if r["singular"].any():
+            s = int(np.argmax(r["singular"]))
+            raise SingularConfigurationError(
+                f"J M^-1 J^T of frame {frame!r} is singular (condition number "
+                f"{r['cond'][s]:.3g} > {K.SINGULAR_COND:.0e}, state {s}); pass damping > 0 "
+                "for a damped inverse, or use inverse_effective_inertia / inertia_ellipsoid")
+
+    def inverse_effective_inertia(self, q, frame, linear_only=False):
+        """A = J M^-1 J^T (6, 6) or (3, 3) with linear_only, by Cholesky solves against M.
+
+        Always finite (also at singularities, where it loses rank)."""
+        single, r = self._bundle(q, None, frame, linear_only, 0.0, False, False)
+        return self._out(r["A"], single)
+
+    def effective_inertia(self, q, frame, linear_only=False, damping=0.0):
+        """Lambda = (J M^-1 J^T)^-1 (6, 6) or (3, 3): operational-space inertia of the frame origin.
+
+        Singular A (cond > 1e12 or its Cholesky fails) raises SingularConfigurationError
+        unless damping > 0, which returns V diag(s / (s^2 + damping^2)) V^T (finite)."""
+        single, r = self._bundle(q, None, frame, linear_only, damping, False, False)
+        if damping == 0:
+            self._raise_if_singular(r, frame)
+        return self._out(r["Lambda"], single)
+
+    def inertia_ellipsoid(self, q, frame, linear_only=True):
+        """Eigen-decomposition of Lambda -> InertiaEllipsoid (see its docstring). Never raises
+        for singular states: singular directions get eigenvalue +inf."""
+        single, r = self._bundle(q, None, frame, linear_only, 0.0, False, False)
+        s = r["ev"][:, ::-1]                 # eigenvalues of A, descending
+        V = r["V"][:, :, ::-1].copy()        # matching eigenvectors
+        smax = s[:, :1]
+        with np.errstate(divide="ignore"):
+            lam = np.where(s > 1e-12 * smax, 1.0 / np.where(s > 0, s, 1.0), np.inf)
+        flip = np.linalg.det(V) < 0
+        V[flip, :, -1] *= -1.0
+        return InertiaEllipsoid(self._out(lam, single), self._out(V, single),
+                                self._out(r["cond"], single), self._out(r["singular"], single))
+
+    def effective_mass(self, q, frame, u):
+        """m_u = 1 / (u^T A u) along the unit direction u ((3,) linear or (6,) [v; w]), kg.
+
+        +inf where u lies in the singular subspace (u^T A u <= 1e-12 trace(A))."""
+        u = _as_float(u, "u")
+        if u.shape not in ((3,), (6,)) or not np.isfinite(u).all():
+            raise InputError(f"u must be a finite (3,) or (6,) direction, got shape {u.shape}")
+        nrm = np.linalg.norm(u)
+        if nrm == 0:
+            raise InputError("u must be a non-zero direction")
+        u = u / nrm
+        single, r = self._bundle(q, None, frame, u.shape == (3,), 0.0, False, False)
+        A = r["A"]
+        uau = np.einsum("i,nij,j->n", u, A, u)
+        tr = np.trace(A, axis1=1, axis2=2)
+        with np.errstate(divide="ignore"):
+            m = np.where(uau > 1e-12 * tr, 1.0 / np.where(uau > 0, uau, 1.0), np.inf)
+        return self._out(m, single)
+
+    def operational_space(self, q, qd, frame, linear_only=False, damping=0.0):
+        """(Lambda, mu, p): F = Lambda xdd + mu + p, mu = Lambda (J M^-1 C qd - Jdot qd),
+        p = Lambda J M^-1 g. Singular states raise as in effective_inertia unless damping > 0."""
+        single, r = self._bundle(q, qd, frame, linear_only, damping, True, True)
+        if damping == 0:
+            self._raise_if_singular(r, frame)
+        return tuple(self._out(r[x], single) for x in ("Lambda", "mu", "p"))
+
+    def compute_all(self, q, qd, frame, linear_only=False, damping=0.0):
+        """DynamicsTerms(g, c, M, J, A, Lambda, condition_number, singular) in one call.
+
+        Never raises for singular states: Lambda is then the pseudo-inverse of A over the
+        eigenvalues above 1e-12 of the largest (damping == 0) or the damped inverse, and
+        ``singular`` is True."""
+        single, r = self._bundle(q, qd, frame, linear_only, damping, True, False)
+        return DynamicsTerms(*(self._out(r[x], single) for x in
+                               ("g", "c", "M", "J", "A", "Lambda", "cond", "singular")))
+
+    def warm_up(self):
+        """Compile (or load from cache) every numba kernel once; returns self."""
+        q = np.zeros(self.n)
+        tip = self.default_tip
+        self.gravity_torques(q), self.coriolis_torques(q, q), self.coriolis_matrix(q, q)
+        self.inverse_dynamics(q, q, q, f_ext=np.zeros(6), f_ext_frame=tip)
+        self.frame_pose(q, tip), self.jacobian(q, tip), self.frame_bias_acceleration(q, q, tip)
+        self.kinetic_energy(q, q)
+        for lin in (False, True):
+            self.compute_all(q, q, tip, linear_only=lin)
+            self.operational_space(q, q, tip, linear_only=lin, damping=1e-3)
+        try:
+            self.forward_dynamics(q, q, q)
+        except SingularConfigurationError:
+            pass
+        return self
+
+
+def _as_float(x, name):
+    try:
+        return np.asarray(x, dtype=float)
+    except (TypeError, ValueError):
+        raise InputError(f"{name} must be numeric, got {type(x).__name__}") from None
+
+
+def _vector3(x, name):
+    a = _as_float(x, name)
+    if a.shape != (3,) or not np.isfinite(a).all():
+        raise InputError(f"{name} must be a finite (3,) vector, got {x!r}")
+    a = a.copy()
+    a.setflags(write=False)
+    return a
