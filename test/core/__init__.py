@@ -1,0 +1,1 @@
+"""Core (ROS-free) tests: closed forms, Pinocchio, properties, energy."""
