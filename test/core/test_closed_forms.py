@@ -196,6 +196,17 @@ class RP:
         return G0 * np.array([self.m1 * (a * math.cos(th) - b * math.sin(th))
                               + self.m2 * r * math.cos(th), self.m2 * math.sin(th)])
 
+    def g_tilted(self, q, gvec):
+        """Any gravity: g_theta = -sum_k m_k gvec . (z x p_k), g_r = -m2 gvec . e_r."""
+        th, r = q
+        a, b = self.c1
+        p1 = np.array([a * math.cos(th) - b * math.sin(th), a * math.sin(th) + b * math.cos(th)])
+        p2 = r * np.array([math.cos(th), math.sin(th)])
+        gx, gy = gvec[0], gvec[1]
+        g_th = -(self.m1 * (-gx * p1[1] + gy * p1[0]) + self.m2 * (-gx * p2[1] + gy * p2[0]))
+        g_r = -self.m2 * (gx * math.cos(th) + gy * math.sin(th))
+        return np.array([g_th, g_r])
+
     def T(self, q, qd):
         return 0.5 * (self.Hbar + self.m2 * q[1] ** 2) * qd[0] ** 2 + 0.5 * self.m2 * qd[1] ** 2
 
@@ -422,11 +433,10 @@ def test_friction(arm):
     """URDF <dynamics damping friction> -> tau_fr = b qd + f_c sign(qd)."""
     label, _, cf, tip = arm
     b, fc = (0.35, 0.12), (0.2, 0.05)
-    xml = next(a[1] for a in ARMS if a[0] == label)
+    p = (POINT + ROD + GENERAL + RPS)[[a[0] for a in ARMS].index(label)]
     if label.startswith("rp"):
-        pytest.skip("the RP factory has viscous damping only; covered by the 2R arms")
-    p = (POINT + ROD + GENERAL)[[a[0] for a in ARMS].index(label)]
-    if label.startswith("point"):
+        xml = uf.rp_arm(**p, damping=b, friction=fc)
+    elif label.startswith("point"):
         xml = uf.point_mass_2r(**p, damping=b, friction=fc)
     elif label.startswith("rod"):
         xml = uf.rod_2r(**p, damping=b, friction=fc)
@@ -435,7 +445,7 @@ def test_friction(arm):
     model = core_model(xml)
     assert_close(model.viscous, b)
     assert_close(model.coulomb, fc)
-    q, qd, qdd = states(14)
+    q, qd, qdd = states(14, rp=label.startswith("rp"))
     for k in range(N_STATES):
         fr = np.array(b) * qd[k] + np.array(fc) * np.sign(qd[k])
         assert_close(model.friction_torques(qd[k]), fr, what="tau_fr")
@@ -464,13 +474,11 @@ def test_external_wrench(arm):
 def test_tilted_gravity(arm):
     """Any gravity vector: only its in-plane part does work (g_i formula in Planar2R)."""
     label, model, cf, tip = arm
-    if not isinstance(cf, Planar2R):
-        pytest.skip("closed form written for the 2R arms")
     gvec = np.array([3.1, -8.2, 4.4])
     tilted = model.with_gravity(gvec)
     assert_close(tilted.gravity, gvec)
     assert_close(model.gravity, GRAVITY)  # the original is untouched
-    q, _, _ = states(16)
+    q, _, _ = states(16, rp=label.startswith("rp"))
     for k in range(N_STATES):
         assert_close(tilted.gravity_torques(q[k]), cf.g_tilted(q[k], gvec))
         assert_close(model.gravity_torques(q[k]), cf.g_tilted(q[k], GRAVITY))

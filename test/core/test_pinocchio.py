@@ -385,8 +385,11 @@ def test_compute_all_bundle(robot):
         assert_close(terms.J, ref.jacobian(q[k], frame), what="J")
         A = ref.inverse_effective_inertia(q[k], frame)
         assert_close(terms.A, A, what="A")
-        assert_close(terms.condition_number, np.linalg.cond(A), tol=1e-6, what="cond")
         assert bool(terms.singular) == (not full_rank)
+        if full_rank:
+            assert_close(terms.condition_number, np.linalg.cond(A), tol=1e-6, what="cond")
+        else:  # rank-deficient A: the condition number is beyond the 1e12 threshold
+            assert terms.condition_number > 1e12
 
 
 def test_batches_equal_per_state_results(robot):

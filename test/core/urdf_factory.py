@@ -119,7 +119,7 @@ def rod_2r(m1, m2, l1, l2, **kw):
                      rod_inertia(m1, l1), rod_inertia(m2, l2), **kw)
 
 
-def rp_arm(m1, m2, c1, H1, H2, damping=(0.0, 0.0)):
+def rp_arm(m1, m2, c1, H1, H2, damping=(0.0, 0.0), friction=(0.0, 0.0)):
     """Seed 000 RP arm: base -> theta (revolute z) -> link1 -> r (prismatic along link1's x,
     zero offset) -> link2. Link 1's COM is ``c1`` = (cx, cy) in link1; link 2's COM is at
     its frame origin (c_2^L = 0), i.e. at R(theta) (r, 0). H1, H2 are the planar moments."""
@@ -127,8 +127,10 @@ def rp_arm(m1, m2, c1, H1, H2, damping=(0.0, 0.0)):
         link_xml("base"),
         link_xml("link1", inertial_xml(m1, (c1[0], c1[1], 0.0), inertia=planar_inertia(H1))),
         link_xml("link2", inertial_xml(m2, inertia=planar_inertia(H2))),
-        joint_xml("theta", "revolute", "base", "link1", damping=damping[0]),
-        joint_xml("r", "prismatic", "link1", "link2", axis=(1, 0, 0), damping=damping[1]),
+        joint_xml("theta", "revolute", "base", "link1", damping=damping[0],
+                  friction=friction[0]),
+        joint_xml("r", "prismatic", "link1", "link2", axis=(1, 0, 0), damping=damping[1],
+                  friction=friction[1]),
     ]
     return robot_xml("rp_arm", parts)
 
