@@ -1,0 +1,97 @@
+# manip_dynamics: `make test` and `make demo` set everything up from nothing (see
+# docs/building.md). Set-up steps are stamped and skipped when already done.
+#
+#   make test                      set up, then run the whole suite (pytest test/)
+#   make test TESTS=test/test_smoke_ros.py PYTEST_ARGS="-k round_trip -x"
+#   make demo                      set up, then python -m manip_dynamics.demo
+#   make bench                     set up, then run every benchmarks/*.py
+#   make setup                     only the set-up (venv, interfaces, editable install)
+#   make clean                     remove build products and stamps (never the venv)
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := test
+.DELETE_ON_ERROR:
+
+PYTHON ?= python3
+VENV ?= .venv
+VENV_ABS := $(abspath $(VENV))
+PY := $(VENV_ABS)/bin/python
+STAMPS := $(VENV_ABS)/.manip_dynamics_stamps
+IFACE_BUILD := $(VENV_ABS)/.manip_dynamics_build/interfaces
+LOCK := flock $(VENV_ABS).setup.lock
+
+TESTS ?= test/
+PYTEST_ARGS ?=
+DEMO_ARGS ?=
+DEMO_TIMEOUT ?= 600
+
+IFACE_SOURCES := manip_dynamics_interfaces/CMakeLists.txt manip_dynamics_interfaces/package.xml \
+	$(wildcard manip_dynamics_interfaces/msg/*.msg manip_dynamics_interfaces/srv/*.srv)
+
+# Every target that may run ROS keeps discovery on loopback.
+export ROS_AUTOMATIC_DISCOVERY_RANGE := LOCALHOST
+# Environment the ROS build tools need (the venv is the only ROS prefix on this machine).
+BUILD_ENV := VIRTUAL_ENV="$(VENV_ABS)" PATH="$(VENV_ABS)/bin:$$PATH" \
+	AMENT_PREFIX_PATH="$(VENV_ABS)$${AMENT_PREFIX_PATH:+:$$AMENT_PREFIX_PATH}" \
+	CMAKE_PREFIX_PATH="$(VENV_ABS)$${CMAKE_PREFIX_PATH:+:$$CMAKE_PREFIX_PATH}"
+# demo and bench: keep a ROS_DOMAIN_ID from the environment, else one from the shell's pid
+# (1..100). The test suite chooses its own in test/conftest.py.
+DOMAIN := ROS_DOMAIN_ID="$${ROS_DOMAIN_ID:-$$(( $$$$ % 100 + 1 ))}"
+
+.PHONY: test demo bench setup clean
+
+setup: $(STAMPS)/editable $(STAMPS)/interfaces
+
+test: setup
+	$(PY) -m pytest $(TESTS) $(PYTEST_ARGS)
+
+demo: setup
+	$(DOMAIN) timeout --signal=INT --kill-after=15 $(DEMO_TIMEOUT) $(PY) -m manip_dynamics.demo $(DEMO_ARGS)
+
+bench: setup
+	@shopt -s nullglob; scripts=(benchmarks/*.py); \
+	if [ $${#scripts[@]} -eq 0 ]; then echo "no benchmarks/*.py to run"; exit 0; fi; \
+	for s in "$${scripts[@]}"; do \
+		echo "=== $$s"; \
+		$(DOMAIN) $(PY) "$$s"; \
+	done
+
+# 1. The venv with the pinned dependencies. An existing venv is reused: pip only installs
+#    what is missing or differs from the pins.
+$(STAMPS)/venv: requirements.txt constraints.txt
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info[:2] == (3, 11) else "the ROS 2 Kilted wheels need CPython 3.11; set PYTHON=python3.11")'
+	@mkdir -p $(dir $(VENV_ABS))
+	@echo "python venv $(VENV_ABS): installing the pinned requirements"
+	@$(LOCK) bash -euc '\
+		if [ ! -x "$(PY)" ]; then $(PYTHON) -m venv "$(VENV_ABS)"; fi; \
+		"$(PY)" -m pip install --progress-bar off --disable-pip-version-check \
+			-r requirements.txt -c constraints.txt'
+	@mkdir -p $(STAMPS) && touch $@
+
+# 2. manip_dynamics_interfaces, generated with cmake and installed into the venv prefix.
+$(STAMPS)/interfaces: $(STAMPS)/venv $(IFACE_SOURCES)
+	@echo "building manip_dynamics_interfaces (cmake) into $(VENV_ABS)"
+	@mkdir -p "$(IFACE_BUILD)"
+	@$(LOCK) bash -euc '\
+		export $(BUILD_ENV); \
+		cmake -S manip_dynamics_interfaces -B "$(IFACE_BUILD)" \
+			-DCMAKE_PREFIX_PATH="$(VENV_ABS)" -DCMAKE_INSTALL_PREFIX="$(VENV_ABS)" \
+			-DPython3_EXECUTABLE="$(PY)" -DBUILD_TESTING=OFF > "$(IFACE_BUILD).cmake.log" 2>&1 \
+			|| { cat "$(IFACE_BUILD).cmake.log"; exit 1; }; \
+		cmake --build "$(IFACE_BUILD)" --target install -j2 > "$(IFACE_BUILD).build.log" 2>&1 \
+			|| { tail -n 100 "$(IFACE_BUILD).build.log"; exit 1; }; \
+		"$(PY)" -c "import manip_dynamics_interfaces.srv, manip_dynamics_interfaces.msg"'
+	@touch $@
+
+# 3. This package, editable (the venv imports the working tree).
+$(STAMPS)/editable: $(STAMPS)/venv setup.py setup.cfg package.xml
+	@echo "pip install -e . (editable, no deps)"
+	@$(LOCK) "$(PY)" -m pip install -q --progress-bar off --disable-pip-version-check \
+		--no-deps --no-build-isolation --config-settings editable_mode=compat -e .
+	@touch $@
+
+clean:
+	rm -rf "$(STAMPS)" "$(VENV_ABS)/.manip_dynamics_build" *.egg-info .pytest_cache
+	find . -path ./.venv -prune -o -path ./.git -prune -o \
+		\( -name __pycache__ -o -name '*.nbi' -o -name '*.nbc' \) -print0 | xargs -0 rm -rf
