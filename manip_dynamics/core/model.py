@@ -239,7 +239,7 @@ class RobotModel:
             idx = np.argwhere(~np.isfinite(a))[0]
             where = f"{name}[{', '.join(map(str, idx))}]"
             raise InputError(f"{where} (joint {self.joint_names[idx[-1]]!r}) is {a[tuple(idx)]}")
-        return np.ascontiguousarray(a.reshape(-1, n)), a.ndim == 1
+        return np.ascontiguousarray(a.reshape(1, n) if a.ndim == 1 else a), a.ndim == 1
 
     def _fext(self, f_ext, f_ext_frame, N, single):
         if f_ext is None:

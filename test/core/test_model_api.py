@@ -418,3 +418,14 @@ def test_concurrent_calls_from_threads_agree(arm):
     np.testing.assert_array_equal(results[0][0], expected)
     for k in range(1, 4):
         np.testing.assert_array_equal(results[k][0], results[k][1].mass_matrix(Q))
+
+
+def test_model_without_moving_joints():
+    xml = robot(link("a"), link("b", 1.0), joint("f", "a", "b", jtype="fixed", axis=None))
+    m = RobotModel.from_urdf_string(xml)
+    assert m.n == 0 and m.default_tip == "b"
+    assert m.gravity_torques([]).shape == (0,) and m.mass_matrix([]).shape == (0, 0)
+    assert m.jacobian([], "b").shape == (6, 0)
+    assert m.compute_all([], [], "b").singular          # A = 0: nothing can move the frame
+    with pytest.raises(SingularConfigurationError):
+        m.effective_inertia([], "b")
