@@ -104,9 +104,24 @@ def joint_vector(model, joint_names: Sequence[str], values: Sequence[float], fie
             f"{field} has {len(values)} values, expected {model.n} (joint_names is empty, "
             f"so the model's order is assumed: {', '.join(model.joint_names)})"
         )
-    return np.asarray(
-        model.vector_from_names(names, values, field=field, allow_extra=False), dtype=float
-    )
+    return _in_model_order(model, names, values, field)
+
+
+def _in_model_order(model, names: Sequence[str], values, field: str) -> np.ndarray:
+    """``model.vector_from_names`` (strict: no extra names), with a fuller message.
+
+    The core reports the first problem it finds (e.g. a missing joint); when names that are
+    not coordinates of the model are the likely cause, the message lists them too.
+    """
+    try:
+        vector = model.vector_from_names(names, values, field=field, allow_extra=False)
+    except InputError as exc:
+        strangers = [name for name in names if name not in model.joint_names]
+        if strangers and "unknown" not in str(exc):
+            raise InputError(f"{exc}; names that are not coordinates of the model: "
+                             f"{', '.join(map(repr, strangers))}") from None
+        raise
+    return np.asarray(vector, dtype=float)
 
 
 def _finite_vector(values: Sequence[float], field: str, length: int) -> np.ndarray:
@@ -133,11 +148,7 @@ def _payload_arguments(payload) -> tuple[str, float, np.ndarray, np.ndarray]:
     inertia = np.array([[i.ixx, i.ixy, i.ixz],
                         [i.ixy, i.iyy, i.iyz],
                         [i.ixz, i.iyz, i.izz]], dtype=float)
-    if not math.isfinite(mass) or mass < 0.0:
-        raise RequestError(f"payload.inertia.m must be finite and >= 0, got {mass}")
-    if not (np.all(np.isfinite(com)) and np.all(np.isfinite(inertia))):
-        raise RequestError("payload.inertia has a non-finite com or inertia component")
-    return payload.frame_id, mass, com, inertia
+    return payload.frame_id, mass, com, inertia   # values are checked by the core
 
 
 def trajectory_arrays(model, trajectory) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -153,9 +164,8 @@ def trajectory_arrays(model, trajectory) -> tuple[np.ndarray, np.ndarray, np.nda
     k = len(names)
     # Let the core validate the names (missing / duplicate / unknown) once, by mapping the
     # column indices 0..k-1 into model order: perm[j] = column holding model joint j.
-    perm = model.vector_from_names(names, np.arange(k, dtype=float), field="joint_names",
-                                   allow_extra=False)
-    perm = np.asarray(perm).round().astype(int)
+    perm = _in_model_order(model, names, np.arange(k, dtype=float), "joint_names")
+    perm = perm.round().astype(int)
 
     def stacked(field: str, required: bool) -> np.ndarray:
         out = np.zeros((len(points), k))
@@ -198,10 +208,9 @@ class DynamicsServices:
         ]
         self.services = []
         for srv_type, name, handler in specs:
-            resolved: list[str] = [name]     # replaced by the resolved name once created
+            resolved = node.resolve_service_name(name)   # /<ns>/<node>/<service>
             service = node.create_service(srv_type, name, self._wrap(handler, resolved),
                                           callback_group=self.callback_group)
-            resolved[0] = service.srv_name
             self.services.append(service)
 
     def destroy(self) -> None:
@@ -210,9 +219,8 @@ class DynamicsServices:
         self.services = []
 
     # One wrapper for every handler: snapshot check, error translation, no exceptions out.
-    def _wrap(self, handler, resolved_name: list):
+    def _wrap(self, handler, name: str):
         def callback(request, response):
-            name = resolved_name[0]
             snapshot = self._get_snapshot()
             if snapshot is None:
                 response.success = False
@@ -298,7 +306,10 @@ class DynamicsServices:
                     f"payload.frame_id {frame!r} is not a link of the model "
                     f"(links: {', '.join(model.frame_names)})"
                 )
-            model = model.with_payload(frame, mass, com, inertia)
+            try:
+                model = model.with_payload(frame, mass, com, inertia)
+            except InputError as exc:
+                raise RequestError(f"payload (frame {frame!r}): {exc}") from None
         res.joint_names = list(model.joint_names)
         res.effort = _flat(model.gravity_torques(q))
 

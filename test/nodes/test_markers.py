@@ -20,9 +20,6 @@ from manip_dynamics.nodes.snapshot import MarkerOptions, Snapshot
 
 # A generic, well-conditioned Panda configuration (inside the joint limits).
 Q_PANDA = np.array([0.3, -0.4, 0.2, -2.0, 0.3, 1.8, 0.5])
-# Panda fully stretched upwards (joint 4 at its limit closest to 0, the rest 0): the tip
-# can hardly move along the arm, so Lambda has a very large (or infinite) eigenvalue.
-Q_PANDA_STRETCHED = np.array([0.0, 0.0, 0.0, -0.0698, 0.0, 0.0, 0.0])
 
 
 @pytest.fixture(scope="module")
@@ -147,11 +144,14 @@ def test_empty_frame_id_becomes_root_link(panda):
     assert {m.header.frame_id for m in array.markers} == {panda.root_link}
 
 
-def test_near_singular_is_capped_and_red(panda):
-    snap = _snapshot(panda, scale=0.1)
-    ell = panda.inertia_ellipsoid(Q_PANDA_STRETCHED, snap.tip_frame, linear_only=True)
-    assert ell.condition_number > snap.singular_condition or ell.singular  # precondition
-    array = markers.inertia_marker_array(snap, Q_PANDA_STRETCHED, _header(panda.root_link))
+def test_singular_is_capped_and_red():
+    """The planar 2R arm's tip cannot move along y: an infinite effective mass there."""
+    planar = RobotModel.from_urdf_file(robots.path("planar_2r"))
+    q = np.array([0.3, 1.0])
+    snap = _snapshot(planar, scale=0.1)
+    ell = planar.inertia_ellipsoid(q, snap.tip_frame, linear_only=True)
+    assert ell.singular and math.isinf(ell.eigenvalues[-1])   # precondition
+    array = markers.inertia_marker_array(snap, q, _header(planar.root_link))
     (sphere,) = _by_ns(array, markers.ELLIPSOID_NS)
     d = np.array([sphere.scale.x, sphere.scale.y, sphere.scale.z])
     assert np.all(np.isfinite(d)) and d.min() > 0.0
@@ -159,8 +159,13 @@ def test_near_singular_is_capped_and_red(panda):
     assert (sphere.color.r, sphere.color.g) == (1.0, 0.0)
     o = sphere.pose.orientation
     assert all(math.isfinite(v) for v in (o.x, o.y, o.z, o.w))
+    # the two finite directions keep the documented mapping; the y axis is drawn capped
+    R = _rotation(o)
+    assert abs(R[:, 2] @ [0.0, 1.0, 0.0]) == pytest.approx(1.0)
+    np.testing.assert_allclose(d[:2], 2 * 0.1 * np.sqrt(ell.eigenvalues[:2]), rtol=1e-12)
     (label,) = _by_ns(array, markers.ELLIPSOID_LABEL_NS)
     assert label.type == label.TEXT_VIEW_FACING and snap.tip_frame in label.text
+    assert "inf" in label.text
 
 
 def test_mass_matrix_bars(panda):

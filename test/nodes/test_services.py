@@ -329,7 +329,7 @@ def test_panda_services_match_core(client_node, panda):
     np.testing.assert_allclose(res.effort, model.gravity_torques(Q_PANDA), rtol=1e-12,
                                atol=1e-12)
 
-    for frame, linear in (("", False), ("", True), ("panda_link5", False)):
+    for frame, linear in (("", False), ("", True), ("panda_link7", False)):
         res = panda.call(client_node, srv.GetEffectiveInertia, "get_effective_inertia",
                          srv.GetEffectiveInertia.Request(position=Q_PANDA.tolist(),
                                                          frame=frame, linear_only=linear))
@@ -348,6 +348,20 @@ def test_panda_services_match_core(client_node, panda):
         lam = np.reshape(res.effective_inertia, (k, k))
         np.testing.assert_allclose(V @ np.diag(res.eigenvalues) @ V.T, lam, rtol=1e-7,
                                    atol=1e-9 * np.max(res.eigenvalues))
+
+    # panda_link5 moves with 5 joints only: its 6-D Lambda does not exist. The answer is
+    # singular=true with the damped Lambda (node damping, default 1e-3): finite numbers.
+    res = panda.call(client_node, srv.GetEffectiveInertia, "get_effective_inertia",
+                     srv.GetEffectiveInertia.Request(position=Q_PANDA.tolist(),
+                                                     frame="panda_link5"))
+    assert res.success, res.message
+    assert res.singular and res.dimension == 6
+    lam = np.reshape(res.effective_inertia, (6, 6))
+    assert np.all(np.isfinite(lam))
+    np.testing.assert_allclose(
+        lam, model.effective_inertia(Q_PANDA, "panda_link5", damping=1e-3), rtol=1e-9,
+        atol=1e-12)
+    assert math.isinf(res.eigenvalues[-1]) and np.all(np.isfinite(res.eigenvalues[:5]))
 
 
 def test_inverse_then_forward_dynamics_round_trip(client_node, panda):
