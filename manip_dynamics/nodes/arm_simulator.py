@@ -57,6 +57,7 @@ from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.time import Time
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, String
 
@@ -193,6 +194,11 @@ class ArmSimulator(Node):
             'Joint order of ~/commands (Float64MultiArray); empty: all joints in model order.'))
         self.declare_parameter('saturate_effort', True, d(
             'Clip motor torques to the URDF effort limits.'))
+        self.declare_parameter('lockstep', False, d(
+            'Wait for the command answering each published state before stepping (up to '
+            'lockstep_timeout): results independent of CPU load; stamps follow simulated time.'))
+        self.declare_parameter('lockstep_timeout', 0.2, d(
+            'Longest wait (s) for that answer in lockstep mode before stepping on; > 0.'))
         self.declare_parameter('paused', False, d(
             'Freeze the simulation (joint_states keep being published).'))
 
@@ -211,7 +217,8 @@ class ArmSimulator(Node):
         # Validate every run-time parameter's start value with the same checks as later.
         params = [self.get_parameter_or(p, None) for p in (
             'integrator', 'viscous_friction', 'coulomb_friction', 'coulomb_velocity',
-            'command_timeout', 'command_joints', 'initial_positions', 'initial_velocities')]
+            'command_timeout', 'command_joints', 'initial_positions', 'initial_velocities',
+            'lockstep_timeout')]
         params = [p for p in params if p is not None and p.type_ != Parameter.Type.NOT_SET]
         reason = self._check(params)
         if reason:
@@ -219,13 +226,17 @@ class ArmSimulator(Node):
         self.sim = ArmSimulation(self.model, self.model.viscous, self.model.coulomb)
         self.command_joints = list(self.joint_names)
         self.command_index = list(range(n))
-        self._apply(params + [self.get_parameter('paused'), self.get_parameter('saturate_effort')],
-                    startup=True)
+        self._apply(params + [self.get_parameter(p) for p in ('paused', 'saturate_effort',
+                                                              'lockstep')], startup=True)
 
         self.tau_command = np.zeros(n)
         self.command_time = None          # monotonic arrival time of the latest valid command
         self.tau_applied = np.zeros(n)
         self._warned_timeout = False
+        self.command_stamp = None         # (sec, nanosec) of the latest JointState command
+        self.published_stamp = None       # (sec, nanosec) of the latest joint_states
+        self.published_at = None          # monotonic time it was published
+        self.stamp_ns = self.get_clock().now().nanoseconds
 
         latched = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
                              durability=DurabilityPolicy.TRANSIENT_LOCAL)
@@ -254,7 +265,7 @@ class ArmSimulator(Node):
                     return f'integrator must be one of {INTEGRATORS}, got {v!r}'
                 if p.name in ('viscous_friction', 'coulomb_friction'):
                     _per_joint(v, n, p.name, np.zeros(n), minimum=0.0)
-                if p.name in ('coulomb_velocity', 'command_timeout') and not (
+                if p.name in ('coulomb_velocity', 'command_timeout', 'lockstep_timeout') and not (
                         math.isfinite(v) and v > 0):
                     return f'{p.name} must be finite and > 0, got {v}'
                 if p.name in ('initial_positions', 'initial_velocities') and v:
@@ -298,6 +309,10 @@ class ArmSimulator(Node):
             self.saturate_effort = bool(names['saturate_effort'])
         if 'paused' in names:
             self.paused = bool(names['paused'])
+        if 'lockstep' in names:
+            self.lockstep = bool(names['lockstep'])
+        if 'lockstep_timeout' in names:
+            self.lockstep_timeout = float(names['lockstep_timeout'])
         if startup or 'initial_positions' in names or 'initial_velocities' in names:
             sim.reset(self._initial('initial_positions'), self._initial('initial_velocities'))
             if not startup:
@@ -325,7 +340,8 @@ class ArmSimulator(Node):
         except ValueError as err:   # InputError: names the joint / length / value at fault
             self._reject(f'effort_command: {err}')
             return
-        self._accept(np.asarray(tau, dtype=float))
+        self._accept(np.asarray(tau, dtype=float),
+                     (msg.header.stamp.sec, msg.header.stamp.nanosec))
 
     def on_array_command(self, msg: Float64MultiArray):
         data = np.asarray(msg.data, dtype=float)
@@ -341,13 +357,14 @@ class ArmSimulator(Node):
         tau[self.command_index] = data
         self._accept(tau)
 
-    def _accept(self, tau):
+    def _accept(self, tau, stamp=None):
         self.tau_command = tau
         self.command_time = time.monotonic()
+        self.command_stamp = stamp if stamp and stamp != (0, 0) else None
         self._warned_timeout = False
 
     def _reject(self, text):
-        self.get_logger().warn(f'ignoring bad command: {text}', throttle_duration_sec=1.0)
+        self.get_logger().warning(f'ignoring bad command: {text}', throttle_duration_sec=1.0)
 
     # ------------------------------------------------------------------ simulation
     def motor_torque(self):
@@ -356,7 +373,7 @@ class ArmSimulator(Node):
                  and time.monotonic() - self.command_time <= self.command_timeout)
         if not fresh:
             if self.command_time is not None and not self._warned_timeout:
-                self.get_logger().warn(
+                self.get_logger().warning(
                     f'no command for {self.command_timeout} s: applying zero torque')
                 self._warned_timeout = True
             return np.zeros(self.model.n)
@@ -367,6 +384,12 @@ class ArmSimulator(Node):
         return tau
 
     def on_timer(self):
+        if self.lockstep and not self.paused and not self._answered():
+            if time.monotonic() - self.published_at < self.lockstep_timeout:
+                return                  # wait (simulated time stands still) for the answer
+            self.get_logger().warning(
+                f'lockstep: no command answered the last state within '
+                f'{self.lockstep_timeout} s; stepping on', throttle_duration_sec=1.0)
         self.tau_applied = self.motor_torque()
         if not self.paused:
             try:
@@ -376,12 +399,32 @@ class ArmSimulator(Node):
                 self.sim.reset(self._initial('initial_positions'),
                                self._initial('initial_velocities'))
         msg = JointState()
-        msg.header.stamp = self.get_clock().now().to_msg()
+        if self.lockstep:
+            # One period per message: stamps follow simulated time, not the wall clock.
+            self.stamp_ns += round(1e9 / self.publish_rate)
+            msg.header.stamp = Time(nanoseconds=self.stamp_ns).to_msg()
+        else:
+            msg.header.stamp = self.get_clock().now().to_msg()
         msg.name = self.joint_names
         msg.position = self.sim.q.tolist()
         msg.velocity = self.sim.qd.tolist()
         msg.effort = np.asarray(self.tau_applied, dtype=float).tolist()
         self.joint_state_pub.publish(msg)
+        self.published_stamp = (msg.header.stamp.sec, msg.header.stamp.nanosec)
+        self.published_at = time.monotonic()
+
+    def _answered(self):
+        """Lockstep: did a command answer the last published state?
+
+        A JointState command with a stamp answers the state with that stamp (the
+        computed_torque_controller copies it); an unstamped or Float64MultiArray command
+        answers whatever state was published before it arrived.
+        """
+        if self.published_at is None or self.command_time is None:
+            return self.published_at is None
+        if self.command_stamp is not None:
+            return self.command_stamp >= self.published_stamp
+        return self.command_time >= self.published_at
 
 
 def main(args=None):

@@ -166,7 +166,7 @@ class ComputedTorqueController(Node):
         try:
             dyn = unpack(msg)
         except ValueError as err:
-            self.get_logger().warn(f'ignoring Dynamics message: {err}', throttle_duration_sec=1.0)
+            self.get_logger().warning(f'ignoring Dynamics message: {err}', throttle_duration_sec=1.0)
             return
         n = len(dyn['q'])
         mode = self.get_parameter('mode').value

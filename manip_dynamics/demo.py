@@ -1,0 +1,450 @@
+"""Closed-loop demo (``make demo``): simulator + dynamics node + computed-torque controller.
+
+Three real ROS 2 processes talk over DDS on loopback (``ROS_AUTOMATIC_DISCOVERY_RANGE=
+LOCALHOST``; ``ROS_DOMAIN_ID`` kept from the environment, else chosen from the process id):
+
+    arm_simulator --joint_states, robot_description--> dynamics_node --~/dynamics-->
+    computed_torque_controller --effort_command--> arm_simulator
+
+This process records the traffic and switches phases through parameter services (the
+simulator's ``paused`` / ``initial_positions`` reset and the controller's ``mode``):
+
+    1. released  mode off: zero torque, the arm falls from the start pose
+    2. gravity   mode gravity: tau = g(q) from the dynamics node, the arm holds the pose
+    3. tracking  mode computed_torque: sinusoidal reference around the start pose
+
+It prints a table, writes ``summary.json``, ``closed_loop.png`` (joint angles, errors and
+torques over time) and ``inertia_ellipsoids.png`` (the tip's translational effective
+inertia along the tracked motion, as published in ``~/dynamics``) into ``demo_output/``.
+
+The simulated plant has no Coulomb friction and no viscous damping here, so the controller's
+model (the dynamics node's, from the same URDF, which carries no friction terms in the
+Dynamics message) is exact: what remains is the effect of sampling (100 Hz, zero-order
+hold) and transport delay. docs/simulation.md discusses the numbers.
+
+Run: ``python -m manip_dynamics.demo [--robot panda|planar_2r] [--output demo_output]``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+
+# Start pose and tracking reference per robot (rad). Panda: Franka's "ready" pose.
+SCENARIOS = {
+    'panda': dict(
+        q0=[0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785],
+        amplitude=[0.25, 0.2, 0.25, 0.3, 0.3, 0.3, 0.4],
+        frequency=[0.3, 0.35, 0.3, 0.4, 0.45, 0.4, 0.5],
+    ),
+    'planar_2r': dict(
+        q0=[0.3, 0.6],
+        amplitude=[0.3, 0.4],
+        frequency=[0.3, 0.4],
+    ),
+}
+PHASES = (('released', 'off', 2.5), ('gravity', 'gravity', 4.0), ('tracking', 'computed_torque', 6.0))
+
+
+def _ros_environment():
+    os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
+    os.environ.pop('ROS_LOCALHOST_ONLY', None)
+    if not os.environ.get('ROS_DOMAIN_ID', '').strip():
+        os.environ['ROS_DOMAIN_ID'] = str(os.getpid() % 100 + 1)
+
+
+def _start(module, params, log_dir, name):
+    cmd = [sys.executable, '-u', '-m', module, '--ros-args']
+    for key, value in params.items():
+        cmd += ['-p', f'{key}:={value}']
+    log = open(log_dir / f'{name}.log', 'wb')
+    env = dict(os.environ, PYTHONUNBUFFERED='1', RCUTILS_COLORIZED_OUTPUT='0')
+    root = str(Path(__file__).resolve().parent.parent)
+    env['PYTHONPATH'] = os.pathsep.join(p for p in (root, env.get('PYTHONPATH')) if p)
+    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                            env=env)
+    proc.demo_name, proc.demo_log = name, log
+    return proc
+
+
+def _stop(proc):
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(5.0)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5.0)
+    proc.demo_log.close()
+
+
+def _fmt(values):
+    return '[' + ', '.join(f'{v:.3f}' for v in values) + ']'
+
+
+class Recorder:
+    """An rclpy node (own context, background executor) that records and sets parameters."""
+
+    def __init__(self):
+        import rclpy
+        from rclpy.executors import SingleThreadedExecutor
+        from rclpy.parameter_client import AsyncParameterClient
+        from sensor_msgs.msg import JointState
+
+        from manip_dynamics_interfaces.msg import Dynamics
+
+        self.context = rclpy.Context()
+        rclpy.init(context=self.context)
+        self.node = rclpy.create_node('demo_recorder', context=self.context)
+        self.lock = threading.Lock()
+        self.phase = None
+        self.joint_states, self.dynamics, self.reference = [], [], []
+        self.node.create_subscription(JointState, 'joint_states', self._on_state, 100)
+        self.node.create_subscription(Dynamics, 'dynamics_node/dynamics', self._on_dynamics, 100)
+        self.node.create_subscription(JointState, 'computed_torque_controller/reference',
+                                      self._on_reference, 100)
+        self.sim_params = AsyncParameterClient(self.node, 'arm_simulator')
+        self.ctl_params = AsyncParameterClient(self.node, 'computed_torque_controller')
+        self.executor = SingleThreadedExecutor(context=self.context)
+        self.executor.add_node(self.node)
+        self.thread = threading.Thread(target=self._spin, daemon=True)
+        self.thread.start()
+
+    def _spin(self):
+        try:
+            while self.context.ok():
+                self.executor.spin_once(timeout_sec=0.05)
+        except Exception:   # context shut down while spinning: the demo is ending
+            pass
+
+    @staticmethod
+    def _stamp(msg):
+        return msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
+
+    def _on_state(self, msg):
+        with self.lock:
+            self.joint_states.append((self.phase, self._stamp(msg), np.array(msg.position),
+                                      np.array(msg.velocity), np.array(msg.effort)))
+
+    def _on_dynamics(self, msg):
+        with self.lock:
+            self.dynamics.append((self.phase, self._stamp(msg), np.array(msg.position),
+                                  np.array(msg.inverse_effective_inertia).reshape(6, 6),
+                                  list(msg.joint_names)))
+
+    def _on_reference(self, msg):
+        with self.lock:
+            self.reference.append((self.phase, self._stamp(msg), np.array(msg.position),
+                                   np.array(msg.effort)))
+
+    def set_parameters(self, client, values, timeout=10.0):
+        from rclpy.parameter import Parameter
+        params = [Parameter(k, value=v) for k, v in values.items()]
+        if not client.wait_for_services(timeout_sec=timeout):
+            raise TimeoutError('parameter services not available')
+        future = client.set_parameters_atomically(params)
+        deadline = time.monotonic() + timeout
+        while not future.done():
+            if time.monotonic() > deadline:
+                raise TimeoutError(f'setting {values} timed out')
+            time.sleep(0.01)
+        result = future.result().result
+        if not result.successful:
+            raise RuntimeError(f'parameters {values} refused: {result.reason}')
+
+    def wait(self, predicate, timeout, what):
+        deadline = time.monotonic() + timeout
+        while not predicate():
+            if time.monotonic() > deadline:
+                raise TimeoutError(f'timed out waiting for {what}')
+            time.sleep(0.02)
+
+    def close(self):
+        import rclpy
+        rclpy.shutdown(context=self.context)
+        self.thread.join(2.0)
+        self.executor.shutdown(timeout_sec=1.0)
+        self.node.destroy_node()
+
+
+def run_phases(rec, scenario, procs):
+    q0 = [float(v) for v in scenario['q0']]
+
+    def alive():
+        for p in procs:
+            if p.poll() is not None:
+                raise RuntimeError(f'{p.demo_name} exited with code {p.returncode}')
+
+    def n_states():
+        with rec.lock:
+            return len(rec.joint_states)
+
+    def count_states_since(t_wall):
+        with rec.lock:
+            return sum(1 for s in rec.joint_states if s[0] == rec.phase and s[1] >= t_wall)
+
+    for name, mode, seconds in PHASES:
+        alive()
+        # Freeze the arm at the start pose, let the loop settle on it, then release.
+        rec.set_parameters(rec.sim_params, {'paused': True, 'initial_positions': q0})
+        if mode != 'computed_torque':
+            rec.set_parameters(rec.ctl_params, {'mode': mode})
+        time.sleep(0.3)
+        rec.phase = name
+        rec.set_parameters(rec.sim_params, {'paused': False})
+        if mode == 'computed_torque':
+            # Set after the release so the reference clock starts with the motion.
+            rec.set_parameters(rec.ctl_params, {
+                'home': q0, 'amplitude': [float(a) for a in scenario['amplitude']],
+                'frequency': [float(f) for f in scenario['frequency']], 'mode': mode})
+        start = n_states()
+        rec.wait(lambda: n_states() - start >= int(seconds * 100), seconds * 4 + 10,
+                 f'{seconds} s of joint_states in phase {name}')
+        alive()
+        rec.phase = None
+    rec.set_parameters(rec.ctl_params, {'mode': 'gravity'})
+
+
+def analyse(rec, model, scenario, tip):
+    q0 = np.array(scenario['q0'])
+    out = {}
+    with rec.lock:
+        states = list(rec.joint_states)
+        refs = list(rec.reference)
+        dyns = list(rec.dynamics)
+    series = {}
+    for name, _, _ in PHASES:
+        rows = [s for s in states if s[0] == name]
+        t = np.array([r[1] for r in rows])
+        t = t - t[0]
+        q = np.array([r[2] for r in rows])
+        tau = np.array([r[4] for r in rows])
+        series[name] = dict(t=t, q=q, tau=tau)
+        dev = np.abs(q - q0)
+        tip_z = np.array([model.frame_pose(qi, tip)[2, 3] for qi in q])
+        out[name] = dict(
+            duration_s=float(t[-1]), samples=len(t),
+            max_deviation_rad=float(dev.max()),
+            max_deviation_joint=model.joint_names[int(np.argmax(dev.max(axis=0)))],
+            final_deviation_rad=float(dev[-1].max()),
+            tip_drop_m=float(tip_z[0] - tip_z.min()),
+            peak_torque=[float(x) for x in np.abs(tau).max(axis=0)],
+        )
+    # Tracking error: reference (stamped with the state it answered) vs that state.
+    by_stamp = {s[1]: s[2] for s in states if s[0] == 'tracking'}
+    pairs = [(r[1], r[2] - by_stamp[r[1]]) for r in refs if r[0] == 'tracking' and r[1] in by_stamp]
+    t_ref = np.array([p[0] for p in pairs])
+    err = np.array([p[1] for p in pairs])
+    t0_track = min(s[1] for s in states if s[0] == 'tracking')
+    series['tracking']['t_err'] = t_ref - t0_track
+    series['tracking']['err'] = err
+    series['released']['err'] = series['released']['q'] - q0
+    series['gravity']['err'] = series['gravity']['q'] - q0
+    out['tracking'].update(
+        error_samples=len(pairs),
+        rms_error_rad=float(np.sqrt(np.mean(err ** 2))),
+        max_error_rad=float(np.abs(err).max()),
+        rms_error_per_joint=[float(x) for x in np.sqrt(np.mean(err ** 2, axis=0))],
+    )
+    tracked = [d for d in dyns if d[0] == 'tracking']
+    return out, series, tracked
+
+
+def save_recording(rec, path):
+    """Raw traffic (stamps in s, arrays per message) for later inspection."""
+    phases = [p for p, _, _ in PHASES]
+    with rec.lock:
+        js, ref, dyn = list(rec.joint_states), list(rec.reference), list(rec.dynamics)
+
+    def phase_index(rows):
+        return np.array([phases.index(r[0]) if r[0] in phases else -1 for r in rows])
+    np.savez_compressed(
+        path,
+        phases=np.array(phases),
+        joint_states_phase=phase_index(js), joint_states_stamp=np.array([r[1] for r in js]),
+        joint_states_position=np.array([r[2] for r in js]),
+        joint_states_velocity=np.array([r[3] for r in js]),
+        joint_states_effort=np.array([r[4] for r in js]),
+        reference_phase=phase_index(ref), reference_stamp=np.array([r[1] for r in ref]),
+        reference_position=np.array([r[2] for r in ref]).reshape(len(ref), -1),
+        reference_effort=np.array([r[3] for r in ref]).reshape(len(ref), -1),
+        dynamics_phase=phase_index(dyn), dynamics_stamp=np.array([r[1] for r in dyn]))
+
+
+def print_table(summary, names):
+    r, g, t = summary['released'], summary['gravity'], summary['tracking']
+    print()
+    print(f"closed-loop demo: {summary['robot']} ({len(names)} joints), "
+          f"ROS_DOMAIN_ID={summary['ros_domain_id']}")
+    print(f"{'phase':<10} {'controller':<16} {'time s':>6} {'max |q-q0| rad':>15} "
+          f"{'tip drop m':>10}  result")
+    print(f"{'released':<10} {'off (tau = 0)':<16} {r['duration_s']:6.2f} "
+          f"{r['max_deviation_rad']:15.3f} {r['tip_drop_m']:10.3f}  falls "
+          f"(largest: {r['max_deviation_joint']})")
+    print(f"{'gravity':<10} {'tau = g(q)':<16} {g['duration_s']:6.2f} "
+          f"{g['max_deviation_rad']:15.2e} {g['tip_drop_m']:10.2e}  holds")
+    print(f"{'tracking':<10} {'computed torque':<16} {t['duration_s']:6.2f} "
+          f"{t['max_deviation_rad']:15.3f} {'':>10}  error RMS {t['rms_error_rad']:.2e} rad, "
+          f"max {t['max_error_rad']:.2e} rad")
+    print('peak |tau| per joint (N*m):')
+    for key in ('released', 'gravity', 'tracking'):
+        print(f"  {key:<9} {_fmt(summary[key]['peak_torque'])}")
+    print(f"tracking RMS error per joint (rad): {_fmt(t['rms_error_per_joint'])}")
+
+
+def plot_closed_loop(series, names, path):
+    import matplotlib
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt
+    fig, axes = plt.subplots(3, 3, figsize=(15, 10), sharex='col')
+    titles = {'released': '1. released (tau = 0)', 'gravity': '2. gravity compensation',
+              'tracking': '3. computed-torque tracking'}
+    for col, (phase, _, _) in enumerate(PHASES):
+        s = series[phase]
+        axes[0, col].set_title(titles[phase])
+        axes[0, col].plot(s['t'], s['q'])
+        axes[0, col].set_ylabel('q (rad)')
+        if phase == 'tracking':
+            axes[1, col].plot(s['t_err'], s['err'])
+            axes[1, col].set_ylabel('q_d - q (rad)')
+        else:
+            axes[1, col].plot(s['t'], s['err'])
+            axes[1, col].set_ylabel('q - q0 (rad)')
+        axes[2, col].plot(s['t'], s['tau'])
+        axes[2, col].set_ylabel('motor torque (N*m)')
+        axes[2, col].set_xlabel('time (s)')
+        for ax in axes[:, col]:
+            ax.grid(True, alpha=0.3)
+    axes[0, 0].legend(names, fontsize=7, loc='best')
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+
+
+def plot_ellipsoids(tracked, model, tip, path, count=6):
+    """2D projections of the tip's translational effective-inertia ellipsoid.
+
+    Lambda_v = (J_v M^-1 J_v^T)^-1 (the top-left 3x3 of the published inverse effective
+    inertia, inverted); the drawn surface is {Lambda_v a : |a| = 1}: the force (N) that
+    gives the tip a unit acceleration in each direction. Its outline projected on a plane
+    P (2 x 3) is the ellipse L c, |c| = 1, with L L^T = P Lambda_v^2 P^T.
+    """
+    import matplotlib
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt
+    picks = [tracked[int(i)] for i in np.linspace(0, len(tracked) - 1, count)]
+    planes = (('x', 'z', (0, 2)), ('x', 'y', (0, 1)), ('y', 'z', (1, 2)))
+    fig, axes = plt.subplots(1, 3, figsize=(15, 5))
+    colors = plt.cm.viridis(np.linspace(0, 0.9, len(picks)))
+    links = list(model.frame_names)
+    masses = []
+    lam_all = []
+    for _, _, q, A, _ in picks:
+        lam = np.linalg.inv(A[:3, :3])
+        lam_all.append(lam)
+        masses.append(np.linalg.eigvalsh(lam))
+    scale = 0.25 / max(float(np.max(masses)), 1e-9)   # largest semi-axis drawn 0.25 m
+    circle = np.stack([np.cos(np.linspace(0, 2 * np.pi, 120)),
+                       np.sin(np.linspace(0, 2 * np.pi, 120))])
+    t_first = picks[0][1]
+    for (_, stamp, q, A, _), lam, color in zip(picks, lam_all, colors):
+        points = np.array([model.frame_pose(q, f)[:3, 3] for f in links])
+        p_tip = model.frame_pose(q, tip)[:3, 3]
+        for ax, (a, b, idx) in zip(axes, planes):
+            P = np.zeros((2, 3))
+            P[0, idx[0]] = P[1, idx[1]] = 1.0
+            S = P @ lam @ lam @ P.T
+            w, V = np.linalg.eigh(S)
+            L = V @ np.diag(np.sqrt(np.clip(w, 0, None)))
+            ell = (L @ circle) * scale + (P @ p_tip)[:, None]
+            ax.plot(points[:, idx[0]], points[:, idx[1]], 'o-', color=color, alpha=0.5, lw=1,
+                    ms=2)
+            ax.plot(ell[0], ell[1], color=color, lw=1.5, label=f't = {stamp - t_first:.1f} s')
+    for ax, (a, b, _) in zip(axes, planes):
+        ax.set_xlabel(f'{a} (m)')
+        ax.set_ylabel(f'{b} (m)')
+        ax.set_aspect('equal', adjustable='datalim')
+        ax.grid(True, alpha=0.3)
+        ax.set_title(f'{a}-{b} projection')
+    axes[0].legend(fontsize=8, loc='best')
+    fig.suptitle(f'tip ({tip}) translational effective inertia {{Lambda_v a : |a| = 1}} '
+                 f'(from ~/dynamics) along the tracked motion, with the arm (links)\n'
+                 f'scale: {0.25 / scale:.2f} kg drawn as 0.25 m; eigenvalues from '
+                 f'{np.min(masses):.2f} to {np.max(masses):.2f} kg')
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return [[float(x) for x in m] for m in masses]
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser.add_argument('--robot', default='panda', choices=sorted(SCENARIOS))
+    parser.add_argument('--output', default='demo_output')
+    args = parser.parse_args(argv)
+    _ros_environment()
+    t_start = time.monotonic()
+
+    from manip_dynamics import RobotModel, robots
+
+    out_dir = Path(args.output)
+    log_dir = out_dir / 'logs'
+    log_dir.mkdir(parents=True, exist_ok=True)
+    scenario = SCENARIOS[args.robot]
+    model = RobotModel.from_urdf_file(robots.path(args.robot))
+    tip = model.default_tip
+    names = list(model.joint_names)
+    q0 = '[' + ', '.join(repr(float(v)) for v in scenario['q0']) + ']'
+    procs = []
+    rec = None
+    try:
+        procs.append(_start('manip_dynamics.nodes.arm_simulator', {
+            'robot': args.robot, 'initial_positions': q0, 'paused': 'true',
+            'viscous_friction': '[0.0]', 'coulomb_friction': '[0.0]', 'lockstep': 'true'}, log_dir, 'arm_simulator'))
+        procs.append(_start('manip_dynamics.nodes.dynamics_node', {}, log_dir, 'dynamics_node'))
+        procs.append(_start('manip_dynamics.nodes.computed_torque_controller',
+                            {'mode': 'gravity'}, log_dir, 'computed_torque_controller'))
+        rec = Recorder()
+        # Ready when the controller's inputs flow (first calls JIT-compile the core).
+        rec.wait(lambda: len(rec.dynamics) > 5 or any(p.poll() is not None for p in procs),
+                 60.0, 'the first Dynamics messages')
+        for p in procs:
+            if p.poll() is not None:
+                raise RuntimeError(f'{p.demo_name} exited with code {p.returncode}; '
+                                   f'see {log_dir / (p.demo_name + ".log")}')
+        t_ready = time.monotonic() - t_start
+        run_phases(rec, scenario, procs)
+    finally:
+        if rec is not None:
+            rec.close()
+        for p in reversed(procs):
+            _stop(p)
+
+    summary, series, tracked = analyse(rec, model, scenario, tip)
+    save_recording(rec, out_dir / 'recording.npz')
+    summary.update(robot=args.robot, joint_names=names, tip_frame=tip,
+                   ros_domain_id=int(os.environ['ROS_DOMAIN_ID']),
+                   start_pose=scenario['q0'], amplitude=scenario['amplitude'],
+                   frequency_hz=scenario['frequency'], startup_s=round(t_ready, 2))
+    plot_closed_loop(series, names, out_dir / 'closed_loop.png')
+    summary['ellipsoid_eigenvalues_kg'] = plot_ellipsoids(tracked, model, tip,
+                                                          out_dir / 'inertia_ellipsoids.png')
+    summary['wall_time_s'] = round(time.monotonic() - t_start, 2)
+    (out_dir / 'summary.json').write_text(json.dumps(summary, indent=2))
+    print_table(summary, names)
+    print(f"wrote {out_dir / 'closed_loop.png'}, {out_dir / 'inertia_ellipsoids.png'}, "
+          f"{out_dir / 'summary.json'} in {summary['wall_time_s']:.1f} s "
+          f"(startup {t_ready:.1f} s)")
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
