@@ -26,6 +26,7 @@ from __future__ import annotations
 import threading
 import time
 import traceback
+import warnings
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Mapping, Optional
@@ -168,12 +169,12 @@ class DynamicsNode(Node):
         self._description_sub = self.create_subscription(
             String, "robot_description", self._on_robot_description, latched)
 
-        self.services = DynamicsServices(self, lambda: self.snapshot)
+        self.dynamics_services = DynamicsServices(self, lambda: self.snapshot)
 
         self.add_on_set_parameters_callback(self._validate_parameters)
         self.add_post_set_parameters_callback(self._apply_parameters)
         # A clock going backwards (simulation restarted, bag looped) restarts the stamp order.
-        self._jump_handle = self.get_clock().create_jump_handler(
+        self._jump_handle = self.get_clock().create_jump_callback(
             JumpThreshold(min_forward=None, min_backward=Duration(nanoseconds=-1)),
             post_callback=self._on_time_jump)
 
@@ -192,8 +193,11 @@ class DynamicsNode(Node):
         values = {}
         for spec in PARAMETERS:
             kind = Parameter.Type(spec.type)
+            # An empty list does not tell its type: declare those by type, then set them.
+            untyped_default = isinstance(spec.default, list) and not spec.default
             try:
-                param = self.declare_parameter(spec.name, kind, spec.descriptor())
+                param = self.declare_parameter(
+                    spec.name, kind if untyped_default else spec.default, spec.descriptor())
             except InvalidParameterTypeException as exc:
                 raise ConfigurationError(
                     f"parameter {spec.name} must be of type {kind.name} ({exc}); "
@@ -240,10 +244,11 @@ class DynamicsNode(Node):
         key = (xml, root_link)
         model = self._parsed.get(key)
         if model is None:
-            if root_link:
-                model = RobotModel.from_urdf_string(xml, root_link=root_link)
-            else:
-                model = RobotModel.from_urdf_string(xml)
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                model = RobotModel.from_urdf_string(xml, root_link=root_link or None)
+            for warning in caught:              # e.g. MasslessLinkWarning: into the ROS log
+                self.get_logger().warning(f"robot description: {warning.message}")
             if len(self._parsed) >= 4:          # a few recent parses, for quick switches
                 self._parsed.pop(next(iter(self._parsed)))
             self._parsed[key] = model
@@ -382,10 +387,9 @@ class DynamicsNode(Node):
             self._warm_up(new.snapshot)
 
     def _warm_up(self, snapshot: Snapshot) -> None:
-        """One computation now, so the first joint_states message does not pay for JIT."""
+        """Compile the core's kernels now, so the first message or request does not wait."""
         try:
-            q = np.zeros(snapshot.model.n)
-            snapshot.model.compute_all(q, q, snapshot.tip_frame, damping=snapshot.damping)
+            snapshot.model.warm_up()
         except Exception as exc:  # a warm-up failure is not an error of the model
             self.get_logger().debug(f"warm-up computation failed: {exc}")
 
