@@ -386,10 +386,20 @@ def test_compute_all_bundle(robot):
         A = ref.inverse_effective_inertia(q[k], frame)
         assert_close(terms.A, A, what="A")
         assert bool(terms.singular) == (not full_rank)
+        s, V = np.linalg.eigh(A)
         if full_rank:
             assert_close(terms.condition_number, np.linalg.cond(A), tol=1e-6, what="cond")
+            assert_close(terms.Lambda, np.linalg.inv(A), tol=TOL * max(1.0, np.linalg.cond(A) / 1e3),
+                         what="Lambda")
         else:  # rank-deficient A: the condition number is beyond the 1e12 threshold
             assert terms.condition_number > 1e12
+            assert_close(terms.Lambda, V @ np.diag(s / (s * s + 0.05 ** 2)) @ V.T,
+                         what="damped Lambda")
+            # undamped: never raises, Lambda is the pseudo-inverse (cut at 1e-12 max eig)
+            pinv = V @ np.diag(np.where(s > 1e-12 * s.max(), 1.0 / np.where(s > 0, s, 1), 0.0)) @ V.T
+            undamped = model.compute_all(q[k], qd[k], frame)
+            assert bool(undamped.singular)
+            assert_close(undamped.Lambda, pinv, tol=1e-8, what="pseudo-inverse Lambda")
 
 
 def test_batches_equal_per_state_results(robot):

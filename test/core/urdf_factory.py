@@ -76,7 +76,8 @@ def rod_inertia(m, L):
 
 
 def planar_2r(m1, m2, l1, l2, com1, com2, I1=None, I2=None, inertial_yaw=(0.0, 0.0),
-              damping=(0.0, 0.0), friction=(0.0, 0.0), payload_on_link2=None):
+              damping=(0.0, 0.0), friction=(0.0, 0.0), payload_on_link2=None,
+              tip_inertial=None):
     """Planar 2R arm: base -> joint1 (z) -> link1 -> joint2 (z, at x=l1) -> link2 -> tip.
 
     ``com_i`` = (cx, cy) of link i in its own frame (frame at joint i). ``I_i`` = 3x3 body
@@ -85,7 +86,8 @@ def planar_2r(m1, m2, l1, l2, com1, com2, I1=None, I2=None, inertial_yaw=(0.0, 0
     ``tip`` is fixed at (l2, 0, 0) in link2: the end point of the seeds.
     ``payload_on_link2`` = (mass, com(3) in link2, inertia(3x3) about its com in link2
     axes): merged into link2's inertial by the parallel-axis theorem (reference for
-    ``with_payload``).
+    ``with_payload``). ``tip_inertial`` = (mass, com(3), inertia(3x3)) gives the tip link
+    a body of its own (reference for a payload on the fixed-joint frame ``tip``).
     """
     I1 = np.zeros((3, 3)) if I1 is None else np.asarray(I1, float)
     I2 = np.zeros((3, 3)) if I2 is None else np.asarray(I2, float)
@@ -99,7 +101,8 @@ def planar_2r(m1, m2, l1, l2, com1, com2, I1=None, I2=None, inertial_yaw=(0.0, 0
         link_xml("base"),
         link_xml("link1", inertial_xml(m1, (com1[0], com1[1], 0.0), (0, 0, inertial_yaw[0]), I1)),
         link_xml("link2", inertial2),
-        link_xml("tip"),
+        link_xml("tip", "" if tip_inertial is None else inertial_xml(
+            tip_inertial[0], tip_inertial[1], (0, 0, 0), tip_inertial[2])),
         joint_xml("joint1", "revolute", "base", "link1", damping=damping[0], friction=friction[0]),
         joint_xml("joint2", "revolute", "link1", "link2", xyz=(l1, 0, 0),
                   damping=damping[1], friction=friction[1]),
