@@ -215,12 +215,16 @@ class DynamicsNode(Node):
                 return SetParametersResult(successful=True)
             values = dict(self._state.values)
             values.update({p.name: p.value for p in params})
+            self._pending = None
             try:
                 check_values(values)
                 self._pending = self._build_state(values)
             except ParameterValueError as exc:
-                self._pending = None
                 return SetParametersResult(successful=False, reason=str(exc))
+            except Exception as exc:  # refuse rather than let the parameter service fail
+                self.get_logger().error("parameter change failed:\n" + traceback.format_exc())
+                return SetParametersResult(
+                    successful=False, reason=f"internal error: {type(exc).__name__}: {exc}")
             return SetParametersResult(successful=True)
 
     def _apply_parameters(self, params: list[Parameter]) -> None:
@@ -302,24 +306,32 @@ class DynamicsNode(Node):
         self._adopt(xml, origin)
 
     def _on_robot_description(self, msg: String) -> None:
+        try:
+            self._use_robot_description(msg.data)
+        except Exception:  # keep the previous model and the node
+            self.get_logger().error(
+                "robot_description topic: could not use the description, keeping the "
+                "previous model:\n" + traceback.format_exc())
+
+    def _use_robot_description(self, xml: str) -> None:
         with self._config_lock:
             values = self._state.values
             if values["robot_description"] or values["urdf_file"]:
-                self._topic_xml = msg.data
+                self._topic_xml = xml
                 which = "robot_description" if values["robot_description"] else "urdf_file"
                 self.get_logger().info(
                     f"robot_description topic: description received but not used: "
                     f"parameter {which} is set and takes precedence")
                 return
             try:
-                self._parse(msg.data, "")
+                self._parse(xml, "")
             except ManipDynamicsError as exc:
                 self.get_logger().error(
                     f"robot_description topic: broken robot description rejected ({exc}); "
                     + ("keeping the previous model" if self.snapshot else "still no model"))
                 return
-            self._topic_xml = msg.data
-            self._adopt(msg.data, "topic robot_description")
+            self._adopt(xml, "topic robot_description")
+            self._topic_xml = xml
 
     def _adopt(self, xml: str, origin: str) -> None:
         """Use a new (parseable) description; parameters naming things it lacks are reset.
@@ -478,17 +490,25 @@ class DynamicsNode(Node):
                 near_singular=bool(terms.singular) or cond > snapshot.singular_condition,
             ))
 
-        options = snapshot.markers
-        if options.enabled:
-            period = 1.0 / float(self._state.values["markers.rate"])
-            now = time.monotonic()
-            if now - self._last_marker_time >= period:
-                with self._marker_lock:
-                    if self._state.snapshot is snapshot:      # not replaced meanwhile
-                        self._markers_pub.publish(markers.inertia_marker_array(
-                            snapshot, q, Header(stamp=in_header.stamp,
-                                                frame_id=model.root_link)))
-                        self._last_marker_time = now
+        if snapshot.markers.enabled:
+            self._publish_markers(snapshot, in_header, q)
+
+    def _publish_markers(self, snapshot: Snapshot, in_header: Header, q) -> None:
+        """At most ``markers.rate`` Hz; a marker failure costs only the markers."""
+        period = 1.0 / float(self._state.values["markers.rate"])
+        now = time.monotonic()
+        if now - self._last_marker_time < period:
+            return
+        try:
+            with self._marker_lock:
+                if self._state.snapshot is snapshot:      # not replaced meanwhile
+                    self._markers_pub.publish(markers.inertia_marker_array(
+                        snapshot, q, Header(stamp=in_header.stamp,
+                                            frame_id=snapshot.model.root_link)))
+                    self._last_marker_time = now
+        except Exception:
+            self._throttled("error", "markers", "~/inertia_markers not published:\n"
+                            + traceback.format_exc())
 
 
 def main(args=None) -> int:

@@ -779,3 +779,40 @@ def test_bad_start_up_configuration_exits_with_a_reason(node_process, args, logg
     assert proc.wait(timeout=30) == 2
     log = ros_utils.read_log(proc)
     assert "cannot start" in log and logged in log, log
+
+
+def test_clock_jumping_back_restarts_the_stamp_order(node_process, test_node):
+    """With use_sim_time, a simulation restart (/clock going back) is not 'out of order'."""
+    from rosgraph_msgs.msg import Clock
+
+    proc = node_process([MODULE, "--ros-args", "-r", "__ns:=/sim", "-p", "use_sim_time:=true",
+                         "-p", f"urdf_file:={PLANAR_2R}"])
+    probe = Probe(test_node, "/sim", proc)
+    clock = test_node.create_publisher(Clock, "/clock", 10)
+    try:
+        def at(sec):
+            msg = Clock()
+            msg.clock.sec = sec
+            return msg
+
+        def answered(sec, tries=40):
+            for _ in range(tries):                 # /clock and joint_states until answered
+                clock.publish(at(sec))
+                stamp = at(sec).clock
+                sent = probe.send(*PLANAR_GOOD, stamp=stamp)
+                try:
+                    return probe.wait("dynamics", sent, timeout=0.5)
+                except TimeoutError:
+                    ros_utils.assert_running(proc)
+            raise TimeoutError(f"no answer at sim time {sec}\n" + probe.log(40))
+
+        answered(1000)
+        # Same clock: an older stamp is out of order ...
+        older = probe.send(*PLANAR_GOOD, stamp=at(500).clock)
+        probe.wait_log("out of order")
+        # ... but once the clock itself went back (to 400), older stamps are accepted again.
+        answered(400)
+        assert probe.get("dynamics", older) is None
+    finally:
+        test_node.destroy_publisher(clock)
+        probe.close()
