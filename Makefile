@@ -7,6 +7,7 @@
 #   make bench                     set up, then run every benchmarks/*.py
 #   make setup                     only the set-up (venv, interfaces, editable install)
 #   make clean                     remove build products and stamps (never the venv)
+#   make constraints VENV=/tmp/pins rewrite constraints.txt from that venv (updating pins)
 
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -39,7 +40,7 @@ BUILD_ENV := VIRTUAL_ENV="$(VENV_ABS)" PATH="$(VENV_ABS)/bin:$$PATH" \
 # (1..100). The test suite chooses its own in test/conftest.py.
 DOMAIN := ROS_DOMAIN_ID="$${ROS_DOMAIN_ID:-$$(( $$$$ % 100 + 1 ))}"
 
-.PHONY: test demo bench setup clean
+.PHONY: test demo bench setup clean constraints
 
 setup: $(STAMPS)/editable $(STAMPS)/interfaces
 
@@ -95,3 +96,17 @@ clean:
 	rm -rf "$(STAMPS)" "$(VENV_ABS)/.manip_dynamics_build" *.egg-info .pytest_cache
 	find . -path ./.venv -prune -o -path ./.git -prune -o \
 		\( -name __pycache__ -o -name '*.nbi' -o -name '*.nbc' \) -print0 | xargs -0 rm -rf
+
+# Rewrite constraints.txt from the venv's installed distributions (see docs/building.md,
+# "Pins"). Only real distributions (.dist-info): the ROS wheels also register egg-info
+# names such as rclpy==9.1.2 that pip never needs.
+constraints:
+	@"$(PY)" -c 'import importlib.metadata as m; \
+	d = {x.metadata["Name"].lower(): x.metadata["Name"] + "==" + x.version \
+	     for x in m.distributions() if str(x._path).endswith(".dist-info")}; \
+	[d.pop(k, None) for k in ("pip", "manip-dynamics", "manip_dynamics")]; \
+	print("# Full pinned dependency closure of requirements.txt (pip freeze of a venv built from it)."); \
+	print("# Used as \x27pip install -r requirements.txt -c constraints.txt\x27. Regenerate: docs/building.md."); \
+	print("\n".join(d[k] for k in sorted(d)))' > constraints.txt.new
+	@mv constraints.txt.new constraints.txt
+	@git diff --stat -- constraints.txt 2>/dev/null || true
