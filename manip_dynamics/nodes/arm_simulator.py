@@ -233,6 +233,7 @@ class ArmSimulator(Node):
         self.command_time = None          # monotonic arrival time of the latest valid command
         self.tau_applied = np.zeros(n)
         self._warned_timeout = False
+        self._rejected = {}               # problem text -> monotonic time last logged
         self.command_stamp = None         # (sec, nanosec) of the latest JointState command
         self.published_stamp = None       # (sec, nanosec) of the latest joint_states
         self.published_at = None          # monotonic time it was published
@@ -364,7 +365,11 @@ class ArmSimulator(Node):
         self._warned_timeout = False
 
     def _reject(self, text):
-        self.get_logger().warning(f'ignoring bad command: {text}', throttle_duration_sec=1.0)
+        """Warn about a bad command; each distinct problem at most once per second."""
+        now = time.monotonic()
+        if now - self._rejected.get(text, -math.inf) >= 1.0:
+            self._rejected[text] = now
+            self.get_logger().warning(f'ignoring bad command: {text}')
 
     # ------------------------------------------------------------------ simulation
     def motor_torque(self):

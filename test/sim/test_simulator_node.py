@@ -1,0 +1,140 @@
+"""arm_simulator as a real process over real DDS: energy, friction, commands, parameters."""
+import math
+
+import numpy as np
+import pytest
+import ros_utils
+from rcl_interfaces.srv import SetParameters
+from rclpy.parameter import Parameter
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray, String
+
+from manip_dynamics import RobotModel, robots
+
+pytestmark = pytest.mark.filterwarnings("ignore::manip_dynamics.MasslessLinkWarning")
+SIM = "manip_dynamics.nodes.arm_simulator"
+
+
+def _start(node_process, ros_node, *params):
+    args = [SIM, "--ros-args", "-p", "robot:=planar_2r"]
+    for p in params:
+        args += ["-p", p]
+    proc = node_process(args)
+    # Ready = first joint_states (the core JIT-compiles on the first call).
+    ros_utils.wait_for_message(ros_node, JointState, "joint_states", timeout=60.0)
+    return proc
+
+
+def _energies(model, messages):
+    return np.array([model.kinetic_energy(np.array(m.position), np.array(m.velocity))
+                     + model.potential_energy(np.array(m.position)) for m in messages])
+
+
+def test_passive_frictionless_arm_conserves_energy(node_process, ros_node):
+    _start(node_process, ros_node, "initial_positions:=[0.0, 0.0]",
+           "viscous_friction:=[0.0]", "coulomb_friction:=[0.0]")
+    msgs = ros_utils.collect_messages(ros_node, JointState, "joint_states", 300, timeout=60.0)
+    model = RobotModel.from_urdf_file(robots.path("planar_2r"))
+    e = _energies(model, msgs)
+    q = np.array([m.position for m in msgs])
+    assert np.ptp(q[:, 0]) > 1.0                       # it swings (falls from horizontal)
+    # RK4 at 1 kHz: relative error << 1e-6 (see test_integrator); 1e-5 of the 15 J swing.
+    assert np.max(np.abs(e - e[0])) < 1e-5 * 15.3
+    assert all(list(m.effort) == [0.0, 0.0] for m in msgs)   # no command: zero torque
+
+
+def test_friction_dissipates(node_process, ros_node):
+    _start(node_process, ros_node, "initial_positions:=[0.0, 0.0]",
+           "viscous_friction:=[0.2]", "coulomb_friction:=[0.3]")
+    msgs = ros_utils.collect_messages(ros_node, JointState, "joint_states", 300, timeout=60.0)
+    e = _energies(RobotModel.from_urdf_file(robots.path("planar_2r")), msgs)
+    assert np.all(np.diff(e) < 1e-9)
+    assert e[-1] < e[0] - 1.0                         # J lost in 3 s of swinging
+
+
+def test_robot_description_is_latched(node_process, ros_node):
+    _start(node_process, ros_node)
+    msg = ros_utils.wait_for_message(ros_node, String, "robot_description",
+                                     qos=ros_utils.latched_qos(), timeout=10.0)
+    assert '<robot name="planar_2r"' in msg.data
+
+
+def _effort_seen(ros_node, effort):
+    """A joint_states message applying exactly ``effort`` within 0.3 s, else None."""
+    try:
+        return ros_utils.wait_for_message(ros_node, JointState, "joint_states", timeout=0.3,
+                                          predicate=lambda m: list(m.effort) == effort)
+    except TimeoutError:
+        return None
+
+
+def test_bad_commands_are_ignored_and_good_ones_applied(node_process, ros_node):
+    proc = _start(node_process, ros_node, "initial_positions:=[-1.5707963, 0.0]",
+                  "command_timeout:=0.5")
+    joint_cmd = ros_node.create_publisher(JointState, "effort_command", 10)
+    array_cmd = ros_node.create_publisher(Float64MultiArray, "arm_simulator/commands", 10)
+    ros_utils.wait_for(lambda: joint_cmd.get_subscription_count() > 0
+                       and array_cmd.get_subscription_count() > 0, timeout=10.0)
+    bad = [
+        JointState(name=["joint1", "joint2", "nope"], effort=[1.0, 2.0, 3.0]),  # unknown
+        JointState(name=["joint1", "joint2"], effort=[1.0, math.nan]),  # NaN
+        JointState(name=["joint1"], effort=[1.0]),                      # missing joint
+        JointState(name=["joint1", "joint2"], effort=[1.0]),            # wrong length
+    ]
+    for _ in range(3):
+        for msg in bad:
+            joint_cmd.publish(msg)
+        array_cmd.publish(Float64MultiArray(data=[1.0, 2.0, 3.0]))       # wrong length
+        array_cmd.publish(Float64MultiArray(data=[math.inf, 0.0]))       # non-finite
+    # Still alive, still publishing, and nothing was applied.
+    later = ros_utils.collect_messages(ros_node, JointState, "joint_states", 20, timeout=10.0)
+    ros_utils.assert_running(proc)
+    assert all(list(m.effort) == [0.0, 0.0] for m in later)
+    log = ros_utils.read_log(proc)
+    for text in ("nope", "missing joints 'joint2'", "nan", "expected 2 values",
+                 "non-finite effort for joint1"):
+        assert text in log
+
+    # A good command (array form) is applied, and clipped to the URDF effort limits.
+    ros_utils.publish_until(
+        ros_node, Float64MultiArray, "arm_simulator/commands",
+        lambda: Float64MultiArray(data=[3.0, 100.0]),
+        until=lambda: _effort_seen(ros_node, [3.0, 20.0]),
+        timeout=10.0)
+    # By name, in any order.
+    ros_utils.publish_until(
+        ros_node, JointState, "effort_command",
+        lambda: JointState(name=["joint2", "joint1"], effort=[-1.0, 2.5]),
+        until=lambda: _effort_seen(ros_node, [2.5, -1.0]),
+        timeout=10.0)
+    # Commands stop -> after command_timeout the torque is zero again.
+    ros_utils.wait_for_message(ros_node, JointState, "joint_states", timeout=5.0,
+                               predicate=lambda m: list(m.effort) == [0.0, 0.0])
+    ros_utils.assert_running(proc)
+
+
+def _set(ros_node, **values):
+    request = SetParameters.Request(
+        parameters=[Parameter(k, value=v).to_parameter_msg() for k, v in values.items()])
+    response = ros_utils.call_service(ros_node, SetParameters, "arm_simulator/set_parameters",
+                                      request)
+    return [r.successful for r in response.results], [r.reason for r in response.results]
+
+
+def test_parameters_are_validated_and_reset_works(node_process, ros_node):
+    proc = _start(node_process, ros_node)
+    ok, reasons = _set(ros_node, coulomb_friction=[-1.0], integrator="euler",
+                       initial_positions=[0.1, 0.2, 0.3], command_joints=["joint3"],
+                       coulomb_velocity=0.0)
+    assert ok == [False] * 5, reasons
+    assert ">= 0" in reasons[0] and "rk4" in reasons[1] and "joint1" in reasons[2]
+    ros_utils.assert_running(proc)
+
+    ok, _ = _set(ros_node, paused=True, initial_positions=[0.4, -0.3])
+    assert ok == [True, True]
+    msg = ros_utils.wait_for_message(
+        ros_node, JointState, "joint_states", timeout=5.0,
+        predicate=lambda m: np.allclose(m.position, [0.4, -0.3]))
+    # Paused: the state stays there.
+    later = ros_utils.collect_messages(ros_node, JointState, "joint_states", 20, timeout=5.0)
+    assert all(np.allclose(m.position, msg.position) for m in later)
