@@ -1,0 +1,65 @@
+"""`python -m manip_dynamics.demo` end to end: exit code, figures with content, the summary.
+
+Bounds (the demo's plant is the frictionless Panda in lockstep, see test_closed_loop.py for
+the reasoning): released -> some joint swings > 0.5 rad and the flange drops > 0.2 m;
+gravity compensation -> drift < 1e-3 rad; computed torque -> RMS < 5e-3 rad, max < 2e-2
+rad (measured ~7e-4 / 2e-3), torques within the Panda's limits (87 / 12 N*m).
+"""
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import ros_utils
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    out = tmp_path_factory.mktemp("demo_output")
+    proc = subprocess.run([sys.executable, "-m", "manip_dynamics.demo", "--output", str(out)],
+                          cwd=ros_utils.REPO_ROOT, env=ros_utils._child_env(None),
+                          capture_output=True, text=True, timeout=300)
+    print(proc.stdout[-3000:], proc.stderr[-3000:])
+    return proc, out
+
+
+def test_demo_exits_cleanly_and_prints_the_table(demo):
+    proc, _ = demo
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    for text in ("released", "gravity", "tracking", "error RMS", "peak |tau|"):
+        assert text in proc.stdout
+
+
+@pytest.mark.parametrize("name", ["closed_loop.png", "inertia_ellipsoids.png"])
+def test_figures_have_content(demo, name):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.image as mpimg
+
+    _, out = demo
+    image = mpimg.imread(out / name)
+    height, width = image.shape[:2]
+    assert width >= 1000 and height >= 400
+    rgb = image[..., :3].reshape(-1, 3)
+    assert rgb.std() > 0.05                                    # not a blank page
+    assert len(np.unique((rgb * 255).astype(np.uint8), axis=0)) > 50   # lines in many colours
+    assert (rgb.min(axis=1) < 0.5).mean() > 0.01               # enough ink (axes, curves, text)
+
+
+def test_summary_shows_fall_hold_and_tracking(demo):
+    _, out = demo
+    summary = json.loads((out / "summary.json").read_text())
+    released, gravity, tracking = (summary[k] for k in ("released", "gravity", "tracking"))
+    assert summary["robot"] == "panda"
+    assert released["max_deviation_rad"] > 0.5 and released["tip_drop_m"] > 0.2
+    assert max(released["peak_torque"]) == 0.0
+    assert gravity["duration_s"] > 3.0 and gravity["max_deviation_rad"] < 1e-3
+    assert max(gravity["peak_torque"]) > 5.0                  # the controller held it
+    assert tracking["error_samples"] > 400
+    assert tracking["max_deviation_rad"] > 0.3                # it moved
+    assert tracking["rms_error_rad"] < 5e-3 and tracking["max_error_rad"] < 2e-2
+    limits = np.array([87.0] * 4 + [12.0] * 3)
+    assert np.all(np.array(tracking["peak_torque"]) <= limits + 1e-9)
+    eig = np.array(summary["ellipsoid_eigenvalues_kg"])
+    assert eig.shape == (6, 3) and np.all(eig > 0)
