@@ -445,6 +445,7 @@ def test_friction(arm):
     model = core_model(xml)
     assert_close(model.viscous, b)
     assert_close(model.coulomb, fc)
+    assert_close(model.friction_torques(np.zeros(2)), np.zeros(2), 0.0, what="sign(0) = 0")
     q, qd, qdd = states(14, rp=label.startswith("rp"))
     for k in range(N_STATES):
         fr = np.array(b) * qd[k] + np.array(fc) * np.sign(qd[k])

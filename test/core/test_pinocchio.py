@@ -389,14 +389,15 @@ def test_compute_all_bundle(robot):
         s, V = np.linalg.eigh(A)
         if full_rank:
             assert_close(terms.condition_number, np.linalg.cond(A), tol=1e-6, what="cond")
-            assert_close(terms.Lambda, np.linalg.inv(A), tol=TOL * max(1.0, np.linalg.cond(A) / 1e3),
-                         what="Lambda")
+            tol = TOL * max(1.0, np.linalg.cond(A) / 1e3)
+            assert_close(terms.Lambda, np.linalg.inv(A), tol=tol, what="Lambda")
         else:  # rank-deficient A: the condition number is beyond the 1e12 threshold
             assert terms.condition_number > 1e12
             assert_close(terms.Lambda, V @ np.diag(s / (s * s + 0.05 ** 2)) @ V.T,
                          what="damped Lambda")
             # undamped: never raises, Lambda is the pseudo-inverse (cut at 1e-12 max eig)
-            pinv = V @ np.diag(np.where(s > 1e-12 * s.max(), 1.0 / np.where(s > 0, s, 1), 0.0)) @ V.T
+            inv_s = np.where(s > 1e-12 * s.max(), 1.0 / np.where(s > 0, s, 1), 0.0)
+            pinv = V @ np.diag(inv_s) @ V.T
             undamped = model.compute_all(q[k], qd[k], frame)
             assert bool(undamped.singular)
             assert_close(undamped.Lambda, pinv, tol=1e-8, what="pseudo-inverse Lambda")
@@ -424,6 +425,10 @@ def test_batches_equal_per_state_results(robot):
         "kinetic_energy": (lambda x: model.kinetic_energy(x[0], x[1]), (q, qd)),
         "potential_energy": (lambda x: model.potential_energy(x[0]), (q,)),
     }
+    F = np.random.default_rng(21).normal(0.0, 5.0, (5, 6))
+    calls["inverse_dynamics f_ext"] = (
+        lambda x: model.inverse_dynamics(x[0], x[1], x[2], f_ext=x[3], f_ext_frame=frame),
+        (q, qd, qdd, F))
     if full_rank:
         calls["effective_inertia"] = (lambda x: model.effective_inertia(x[0], frame), (q,))
     for label, (fn, args) in calls.items():
