@@ -66,7 +66,7 @@ $(STAMPS)/venv: requirements.txt constraints.txt
 	@echo "python venv $(VENV_ABS): installing the pinned requirements"
 	@$(LOCK) bash -euc '\
 		if [ ! -x "$(PY)" ]; then $(PYTHON) -m venv "$(VENV_ABS)"; fi; \
-		"$(PY)" -m pip install --progress-bar off --disable-pip-version-check \
+		"$(PY)" -m pip install -q --progress-bar off --disable-pip-version-check \
 			-r requirements.txt -c constraints.txt'
 	@mkdir -p $(STAMPS) && touch $@
 
@@ -89,7 +89,7 @@ $(STAMPS)/interfaces: $(STAMPS)/venv $(IFACE_SOURCES)
 $(STAMPS)/editable: $(STAMPS)/venv setup.py setup.cfg package.xml
 	@echo "pip install -e . (editable, no deps)"
 	@$(LOCK) "$(PY)" -m pip install -q --progress-bar off --disable-pip-version-check \
-		--no-deps --no-build-isolation --config-settings editable_mode=compat -e .
+		--no-deps --no-build-isolation -e .
 	@touch $@
 
 clean:

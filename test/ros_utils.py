@@ -47,17 +47,21 @@ Waiting
     Polls ``predicate()`` until it returns something truthy and returns that; raises
     ``TimeoutError`` (with ``message``) after ``timeout`` seconds.
 
-``wait_for_message(node, msg_type, topic, timeout=10.0, qos=10, predicate=None) -> msg``
+``wait_for_message(node, msg_type, topic, timeout=10.0, qos=10, predicate=None, process=None)``
     Subscribes, returns the first message (satisfying ``predicate(msg)`` if given),
     unsubscribes. ``qos`` is a depth or a ``QoSProfile`` (use ``ros_utils.latched_qos()``
     for transient-local topics such as ``robot_description``). Raises ``TimeoutError``.
 
-``collect_messages(node, msg_type, topic, count, timeout=10.0, qos=10) -> list``
+``collect_messages(node, msg_type, topic, count, timeout=10.0, qos=10, process=None)``
     The first ``count`` messages received on ``topic``.
 
-``call_service(node, srv_type, name, request, timeout=10.0) -> response``
+``call_service(node, srv_type, name, request, timeout=10.0, process=None) -> response``
     Waits for the server (within ``timeout``), calls, returns the response or raises
     ``TimeoutError``.
+
+    ``process=`` (a Popen from ``start_node_process`` or a list of them) on the three
+    helpers above: while waiting, fail at once with the process log (``AssertionError``)
+    if that process has exited, instead of waiting out the timeout.
 
 ``publish_until(node, msg_type, topic, make_msg, until, timeout=10.0, period=0.05, qos=10)``
     Publishes ``make_msg()`` every ``period`` seconds until ``until()`` is truthy (returns
@@ -247,7 +251,27 @@ def latched_qos(depth: int = 1):
     )
 
 
-def collect_messages(node, msg_type, topic: str, count: int, timeout: float = 10.0, qos=10) -> list:
+def _check_alive(process) -> None:
+    if process is None:
+        return
+    for proc in (process if isinstance(process, (list, tuple)) else (process,)):
+        assert_running(proc)
+
+
+def _wait_event(event: threading.Event, timeout: float, process=None) -> bool:
+    """Wait for ``event``; fail at once (with its log) if a watched process has exited."""
+    deadline = time.monotonic() + timeout
+    while True:
+        remaining = deadline - time.monotonic()
+        if event.wait(max(0.0, min(0.2, remaining))):
+            return True
+        _check_alive(process)
+        if remaining <= 0:
+            return False
+
+
+def collect_messages(node, msg_type, topic: str, count: int, timeout: float = 10.0, qos=10,
+                     process=None) -> list:
     received: list = []
     done = threading.Event()
     lock = threading.Lock()
@@ -261,7 +285,7 @@ def collect_messages(node, msg_type, topic: str, count: int, timeout: float = 10
 
     sub = node.create_subscription(msg_type, topic, callback, qos)
     try:
-        if not done.wait(timeout):
+        if not _wait_event(done, timeout, process):
             raise TimeoutError(
                 f"{len(received)}/{count} messages on {topic!r} within {timeout} s"
             )
@@ -272,7 +296,7 @@ def collect_messages(node, msg_type, topic: str, count: int, timeout: float = 10
 
 def wait_for_message(
     node, msg_type, topic: str, timeout: float = 10.0, qos=10,
-    predicate: Callable[[Any], bool] | None = None,
+    predicate: Callable[[Any], bool] | None = None, process=None,
 ):
     box: list = []
     done = threading.Event()
@@ -284,7 +308,7 @@ def wait_for_message(
 
     sub = node.create_subscription(msg_type, topic, callback, qos)
     try:
-        if not done.wait(timeout):
+        if not _wait_event(done, timeout, process):
             what = "a matching message" if predicate else "a message"
             raise TimeoutError(f"no {what} on {topic!r} within {timeout} s")
         return box[0]
@@ -292,16 +316,18 @@ def wait_for_message(
         node.destroy_subscription(sub)
 
 
-def call_service(node, srv_type, name: str, request, timeout: float = 10.0):
+def call_service(node, srv_type, name: str, request, timeout: float = 10.0, process=None):
     deadline = time.monotonic() + timeout
     client = node.create_client(srv_type, name)
     try:
-        if not client.wait_for_service(timeout_sec=timeout):
-            raise TimeoutError(f"service {name!r} not available within {timeout} s")
+        while not client.wait_for_service(timeout_sec=0.2):
+            _check_alive(process)
+            if time.monotonic() >= deadline:
+                raise TimeoutError(f"service {name!r} not available within {timeout} s")
         done = threading.Event()
         future = client.call_async(request)
         future.add_done_callback(lambda _f: done.set())
-        if not done.wait(max(0.0, deadline - time.monotonic())):
+        if not _wait_event(done, max(0.0, deadline - time.monotonic()), process):
             future.cancel()
             raise TimeoutError(f"service {name!r} did not answer within {timeout} s")
         exc = future.exception()

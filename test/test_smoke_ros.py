@@ -53,7 +53,8 @@ def test_joint_state_and_service_round_trip(node_process, ros_node):
 
     # service of a type generated from manip_dynamics_interfaces
     request = GetMassMatrix.Request(joint_names=names, position=positions)
-    response = ros_utils.call_service(ros_node, GetMassMatrix, "get_mass_matrix", request, timeout=20.0)
+    response = ros_utils.call_service(ros_node, GetMassMatrix, "get_mass_matrix", request,
+                                      timeout=20.0, process=proc)
     assert response.success, response.message
     assert list(response.joint_names) == names
     assert list(response.mass_matrix) == [1.0, 0, 0, 0, 2.0, 0, 0, 0, 3.0]
@@ -95,3 +96,16 @@ def test_wait_for_message_helper(node_process, ros_node):
         ros_node.destroy_timer(timer)
         ros_node.destroy_publisher(pub)
     assert list(msg.effort) == [1.0]
+
+
+def test_helpers_fail_fast_when_the_node_process_died(node_process, ros_node):
+    import time
+
+    from manip_dynamics_interfaces.srv import GetMassMatrix
+
+    proc = node_process(["this"])  # `python -m this`: prints and exits at once
+    start = time.monotonic()
+    with pytest.raises(AssertionError, match="exited with code 0"):
+        ros_utils.call_service(ros_node, GetMassMatrix, "nobody_serves_this",
+                               GetMassMatrix.Request(), timeout=30.0, process=proc)
+    assert time.monotonic() - start < 10.0
