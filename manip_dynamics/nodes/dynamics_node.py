@@ -42,7 +42,6 @@ from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
-from rclpy.time import Time
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, Header, String
 from visualization_msgs.msg import MarkerArray
@@ -414,6 +413,12 @@ class DynamicsNode(Node):
         self._throttled(level, key, "joint_states message skipped: " + text)
 
     def _on_joint_states(self, msg: JointState) -> None:
+        try:
+            self._handle_joint_states(msg)
+        except Exception:  # never let one message take the node down; say what happened
+            self._skip("unexpected", "unexpected error:\n" + traceback.format_exc(), "error")
+
+    def _handle_joint_states(self, msg: JointState) -> None:
         state = self._state                   # read once: one consistent snapshot
         snapshot = state.snapshot
         if snapshot is None:
@@ -422,7 +427,7 @@ class DynamicsNode(Node):
             return
         model = snapshot.model
 
-        stamp_ns = Time.from_msg(msg.header.stamp).nanoseconds
+        stamp_ns = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
         max_age = float(state.values["max_state_age"])
         if max_age > 0.0:
             age = (self.get_clock().now().nanoseconds - stamp_ns) * 1e-9
@@ -450,9 +455,6 @@ class DynamicsNode(Node):
             self._publish(snapshot, msg.header, q, qd, terms)
         except ManipDynamicsError as exc:
             self._skip("compute:" + type(exc).__name__, f"the dynamics failed: {exc}", "error")
-            return
-        except Exception:  # never let one message take the node down; say what happened
-            self._skip("unexpected", "unexpected error:\n" + traceback.format_exc(), "error")
             return
         self._last_stamp_ns = stamp_ns
         if qd is None:

@@ -676,6 +676,13 @@ def test_out_of_order_stamp_is_skipped(right, test_node):
     older = right.send(*PLANAR_GOOD, stamp=first)          # older than the one just handled
     right.assert_skipped(older, PLANAR_GOOD)
     right.wait_log("out of order")
+    # A negative stamp (int32 seconds allow it) is just very old: skipped, node unharmed
+    # (its log line falls in the same 5 s throttle window as the one above).
+    negative = JointState().header.stamp
+    negative.sec = -5
+    skipped = right.send(*PLANAR_GOOD, stamp=negative)
+    right.assert_skipped(skipped, PLANAR_GOOD)
+    assert "Traceback" not in right.log()
 
 
 def test_repeated_problems_are_logged_throttled(right):
