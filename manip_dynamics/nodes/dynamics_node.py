@@ -450,12 +450,15 @@ class DynamicsNode(Node):
             return
 
         try:
-            terms = model.compute_all(q, np.zeros(model.n) if qd is None else qd,
-                                      snapshot.tip_frame, damping=snapshot.damping)
-            self._publish(snapshot, msg.header, q, qd, terms)
+            if qd is None:                      # position-only state: g(q) and no more
+                g, terms = model.gravity_torques(q), None
+            else:
+                terms = model.compute_all(q, qd, snapshot.tip_frame, damping=snapshot.damping)
+                g = terms.g
         except ManipDynamicsError as exc:
             self._skip("compute:" + type(exc).__name__, f"the dynamics failed: {exc}", "error")
             return
+        self._publish(snapshot, msg.header, q, qd, np.asarray(g, dtype=float), terms)
         self._last_stamp_ns = stamp_ns
         if qd is None:
             self._throttled("warning", "no-velocity",
@@ -463,10 +466,10 @@ class DynamicsNode(Node):
                             "(~/gravity_torques, ~/gravity_command) and markers only; "
                             "~/coriolis_torques and ~/dynamics need velocities")
 
-    def _publish(self, snapshot: Snapshot, in_header: Header, q, qd, terms) -> None:
+    def _publish(self, snapshot: Snapshot, in_header: Header, q, qd, g, terms) -> None:
+        """All outputs of one state; ``qd`` and ``terms`` are None for a position-only one."""
         model = snapshot.model
         names = model.joint_names
-        g = np.asarray(terms.g, dtype=float)
         header = Header(stamp=in_header.stamp, frame_id=in_header.frame_id)
 
         self._gravity_pub.publish(_joint_state(header, names, q, qd, g))
@@ -474,7 +477,7 @@ class DynamicsNode(Node):
         self._command_pub.publish(Float64MultiArray(
             data=[float(g[index[j]]) for j in snapshot.command_joints]))
 
-        if qd is not None:
+        if terms is not None:
             c = np.asarray(terms.c, dtype=float)
             self._coriolis_pub.publish(_joint_state(header, names, q, qd, c))
             cond = float(terms.condition_number)

@@ -327,8 +327,9 @@ def test_best_effort_publisher_is_accepted(left, test_node):
             return stamp_ns(msg.header)
 
         sent = []
-        ros_utils.wait_for(lambda: (sent.append(one()) or any(
+        answered = ros_utils.wait_for(lambda: (sent.append(one()) or any(
             left.get("dynamics", s) for s in sent)), timeout=15, interval=0.2)
+        assert answered
     finally:
         test_node.destroy_publisher(best_effort)
 
