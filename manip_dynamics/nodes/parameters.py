@@ -137,17 +137,7 @@ PARAMETERS: tuple[ParamSpec, ...] = (
 
 SPECS: dict[str, ParamSpec] = {spec.name: spec for spec in PARAMETERS}
 
-# Parameters that name things in the robot model, and what they fall back to.
-MODEL_DEPENDENT = ("root_link", "tip_link", "payload.frame", "friction.joints",
-                   "command_joints")
-# Parameters that choose the robot description.
-SOURCE_PARAMETERS = ("robot_description", "urdf_file", "root_link")
-
 RELIABILITIES = ("best_effort", "reliable")
-
-
-def defaults() -> dict[str, Any]:
-    return {spec.name: spec.default for spec in PARAMETERS}
 
 
 # --------------------------------------------------------------------------- model-free
@@ -236,7 +226,7 @@ def check_values(values: Mapping[str, Any]) -> None:
 
 # --------------------------------------------------------------------------- model
 
-def _closest(name: str, known) -> str:
+def _not_in_model(name: str, known) -> str:
     known = sorted(known)
     listed = ", ".join(known[:12]) + (", ..." if len(known) > 12 else "")
     return f"{name!r} is not in the robot model (known: {listed})"
@@ -250,12 +240,12 @@ def model_conflicts(values: Mapping[str, Any], model, urdf_links=None) -> dict[s
     """
     conflicts: dict[str, str] = {}
     if urdf_links is not None and values["root_link"] and values["root_link"] not in urdf_links:
-        conflicts["root_link"] = _closest(values["root_link"], urdf_links)
+        conflicts["root_link"] = _not_in_model(values["root_link"], urdf_links)
     frames = set(model.frame_names)
     joints = set(model.joint_names)
     for name in ("tip_link", "payload.frame"):
         if values[name] and values[name] not in frames:
-            conflicts[name] = _closest(values[name], frames)
+            conflicts[name] = _not_in_model(values[name], frames)
     for name in ("friction.joints", "command_joints"):
         unknown = [j for j in values[name] if j not in joints]
         if unknown:
