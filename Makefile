@@ -4,7 +4,7 @@
 #   make test                      set up, then run the whole suite (pytest test/)
 #   make test TESTS=test/test_smoke_ros.py PYTEST_ARGS="-k round_trip -x"
 #   make demo                      set up, then python -m manip_dynamics.demo
-#   make bench                     set up, then run every benchmarks/*.py
+#   make bench                     set up, then run every benchmarks/*.py (BENCH_TIMEOUT s each)
 #   make setup                     only the set-up (venv, interfaces, editable install)
 #   make clean                     remove build products and stamps (never the venv)
 #   make constraints VENV=/tmp/pins rewrite constraints.txt from that venv (updating pins)
@@ -26,6 +26,7 @@ TESTS ?= test/
 PYTEST_ARGS ?=
 DEMO_ARGS ?=
 DEMO_TIMEOUT ?= 600
+BENCH_TIMEOUT ?= 900
 
 IFACE_SOURCES := manip_dynamics_interfaces/CMakeLists.txt manip_dynamics_interfaces/package.xml \
 	$(wildcard manip_dynamics_interfaces/msg/*.msg manip_dynamics_interfaces/srv/*.srv)
@@ -55,7 +56,7 @@ bench: setup
 	if [ $${#scripts[@]} -eq 0 ]; then echo "no benchmarks/*.py to run"; exit 0; fi; \
 	for s in "$${scripts[@]}"; do \
 		echo "=== $$s"; \
-		$(DOMAIN) $(PY) "$$s"; \
+		$(DOMAIN) timeout --signal=INT --kill-after=15 $(BENCH_TIMEOUT) $(PY) "$$s"; \
 	done
 
 # 1. The venv with the pinned dependencies. An existing venv is reused: pip only installs
