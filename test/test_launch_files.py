@@ -103,6 +103,7 @@ class NodeSpec:
     line: int
     package: object
     executable: object
+    name: object = None
     parameter_keys: set = field(default_factory=set)
     parameter_files: list = field(default_factory=list)     # repo paths of YAML files
 
@@ -131,54 +132,91 @@ class LaunchFile:
                     and isinstance(node.targets[0], ast.Name)):
                 self.symbols[node.targets[0].id] = node.value
         self.calls = [n for n in ast.walk(self.tree) if isinstance(n, ast.Call)]
+        self.consumed: set[int] = set()       # ids of constants that are parts of a path
         self.declared_args = {}
+        self.declared_calls = {}
         for call in self.calls:
             if _call_name(call) in ("DeclareLaunchArgument", "SetLaunchConfiguration"):
                 name = self.resolve(_keyword(call, "name", 0))
+                self.declared_calls[name] = call
                 default = _keyword(call, "default_value", 1) if _call_name(call) == \
                     "DeclareLaunchArgument" else _keyword(call, "value", 1)
                 self.declared_args[name] = default
 
     def resolve(self, expr, depth: int = 0):
-        """A constant, ShareDir, SharePath, LaunchArg, or None (not resolvable)."""
+        """A constant, ShareDir, SharePath, LaunchArg, or None (not resolvable).
+
+        Where a launch argument with ``choices`` takes part in a path, ``resolve_all``
+        gives one value per choice; ``resolve`` gives the one for the default.
+        """
+        values = self.resolve_all(expr, depth)
+        return values[0] if values else None
+
+    def argument_values(self, name: str) -> list:
+        call = self.declared_calls.get(name)
+        choices = _keyword(call, "choices") if call is not None else None
+        if isinstance(choices, (ast.List, ast.Tuple)):
+            return [c.value for c in choices.elts if isinstance(c, ast.Constant)]
+        default = self.resolve(self.declared_args.get(name))
+        return [default] if isinstance(default, str) else []
+
+    def resolve_all(self, expr, depth: int = 0) -> list:
         if expr is None or depth > 20:
-            return None
+            return []
         if isinstance(expr, ast.Constant):
-            return expr.value
+            return [expr.value]
         if isinstance(expr, ast.Name):
-            return self.resolve(self.symbols.get(expr.id), depth + 1)
+            return self.resolve_all(self.symbols.get(expr.id), depth + 1)
+        if isinstance(expr, (ast.List, ast.Tuple)):          # concatenated substitutions
+            combos = [""]
+            for part in expr.elts:
+                values = self.resolve_all(part, depth + 1)
+                if values and isinstance(values[0], LaunchArg):
+                    values = self.argument_values(values[0].name)
+                if not values or not all(isinstance(v, str) for v in values):
+                    return []
+                combos = [c + v for c in combos for v in values]
+            self.consumed.update(id(e) for e in expr.elts)
+            return combos
         if isinstance(expr, ast.Call):
             name = _call_name(expr)
             if name in ("FindPackageShare", "get_package_share_directory"):
                 pkg = self.resolve(_keyword(expr, "package", 0), depth + 1)
-                return ShareDir(pkg) if isinstance(pkg, str) else None
+                return [ShareDir(pkg)] if isinstance(pkg, str) else []
             if name == "LaunchConfiguration":
                 arg = self.resolve(_keyword(expr, "variable_name", 0), depth + 1)
-                return LaunchArg(arg) if isinstance(arg, str) else None
+                return [LaunchArg(arg)] if isinstance(arg, str) else []
             if name == "ParameterValue":
-                return self.resolve(_keyword(expr, "value", 0), depth + 1)
+                return self.resolve_all(_keyword(expr, "value", 0), depth + 1)
             if name in ("PathJoinSubstitution", "join"):
                 parts = expr.args[0].elts if (name == "PathJoinSubstitution" and expr.args
                                               and isinstance(expr.args[0], (ast.List, ast.Tuple))) \
                     else expr.args
-                values = [self.resolve(p, depth + 1) for p in parts]
-                if values and isinstance(values[0], ShareDir) and all(
-                        isinstance(v, str) for v in values[1:]):
-                    return SharePath(values[0].package, "/".join(values[1:]))
-                if values and isinstance(values[0], SharePath) and all(
-                        isinstance(v, str) for v in values[1:]):
-                    return SharePath(values[0].package,
-                                     "/".join([values[0].relative, *values[1:]]))
-        return None
+                heads = self.resolve_all(parts[0], depth + 1) if parts else []
+                if not heads or not isinstance(heads[0], (ShareDir, SharePath)):
+                    return []
+                tails = [""]
+                for part in parts[1:]:
+                    values = self.resolve_all(part, depth + 1)
+                    if values and isinstance(values[0], LaunchArg):
+                        values = self.argument_values(values[0].name)
+                    if not values or not all(isinstance(v, str) for v in values):
+                        return []
+                    tails = [t + "/" + v if t else v for t in tails for v in values]
+                    self.consumed.add(id(part))
+                head = heads[0]
+                base = head.relative + "/" if isinstance(head, SharePath) else ""
+                return [SharePath(head.package, base + t) for t in tails]
+        return []
 
     def value_of_argument(self, arg: LaunchArg):
         return self.resolve(self.declared_args.get(arg.name))
 
     def share_paths(self):
         for call in self.calls:
-            value = self.resolve(call)
-            if isinstance(value, SharePath):
-                yield call.lineno, value
+            for value in self.resolve_all(call):
+                if isinstance(value, SharePath):
+                    yield call.lineno, value
 
     def nodes(self) -> list[NodeSpec]:
         specs = []
@@ -187,7 +225,8 @@ class LaunchFile:
                 continue
             spec = NodeSpec(self.path.name, call.lineno,
                             self.resolve(_keyword(call, "package")),
-                            self.resolve(_keyword(call, "executable")))
+                            self.resolve(_keyword(call, "executable")),
+                            self.resolve(_keyword(call, "name")))
             params = _keyword(call, "parameters")
             if isinstance(params, ast.Name):
                 params = self.symbols.get(params.id)
@@ -273,7 +312,6 @@ def executable_problems(launch: LaunchFile) -> list[str]:
 def file_problems(launch: LaunchFile) -> list[str]:
     problems = []
     name = launch.path.name
-    resolved_constants = set()
     for line, path in launch.share_paths():
         if path.package != PACKAGE:
             continue
@@ -282,11 +320,10 @@ def file_problems(launch: LaunchFile) -> list[str]:
             problems.append(f"{name}:{line}: {installed} is not installed by setup.py")
         elif not INSTALLED[installed].is_file():
             problems.append(f"{name}:{line}: {INSTALLED[installed]} does not exist")
-        resolved_constants.add(Path(path.relative).name)
     installed_names = {Path(dst).name for dst in INSTALLED}
     for node in ast.walk(launch.tree):
         if (isinstance(node, ast.Constant) and isinstance(node.value, str)
-                and node.value.endswith(FILE_SUFFIXES) and node.value not in resolved_constants
+                and node.value.endswith(FILE_SUFFIXES) and id(node) not in launch.consumed
                 and "\n" not in node.value and Path(node.value).name not in installed_names):
             problems.append(f"{name}:{node.lineno}: file {node.value!r} is not installed by "
                             "setup.py")
@@ -306,7 +343,24 @@ def launch_argument_problems(launch: LaunchFile) -> list[str]:
     return problems
 
 
-def parameter_problems(launch: LaunchFile, declared_by: dict[str, set]) -> list[str]:
+def section_applies(node_key: str, node_name: str, namespace: str = "") -> bool:
+    """Does a parameter-file section (``/**``, ``name``, ``/ns/name``, ``/**/name``) apply
+    to the node ``namespace/node_name``?"""
+    key = node_key.strip("/")
+    if key in ("**", "*"):
+        return True
+    full = f"{namespace.strip('/')}/{node_name}".strip("/")
+    if key.startswith("**/"):
+        return full.endswith(key[3:])
+    return key == full
+
+
+def node_name_of(spec: NodeSpec, default_names: dict[str, str]) -> str:
+    return spec.name if isinstance(spec.name, str) else default_names.get(spec.executable, "")
+
+
+def parameter_problems(launch: LaunchFile, declared_by: dict[str, set],
+                       default_names: dict[str, str]) -> list[str]:
     problems = []
     for spec in launch.nodes():
         if spec.package != PACKAGE or spec.executable not in declared_by:
@@ -316,8 +370,11 @@ def parameter_problems(launch: LaunchFile, declared_by: dict[str, set]) -> list[
         unknown = sorted(spec.parameter_keys - declared)
         if unknown:
             problems.append(f"{where}: parameters not declared by the node: {unknown}")
+        name = node_name_of(spec, default_names)
         for f in spec.parameter_files:
             for node_key, params in _yaml_parameters(f).items():
+                if not section_applies(node_key, name):
+                    continue
                 unknown = sorted(set(params) - declared)
                 if unknown:
                     problems.append(f"{where}: {f.name} [{node_key}] sets parameters the node "
@@ -369,39 +426,48 @@ def test_rviz_config_shows_robot_and_inertia_markers():
 
 # --------------------------------------------------------------------------- live: declared parameters
 
-def _yaml_files_for(executable: str) -> list[Path]:
-    files = []
-    for launch in LAUNCH.values():
-        for spec in launch.nodes():
-            if spec.package == PACKAGE and spec.executable == executable:
-                files += [f for f in spec.parameter_files if f not in files]
-    return files
-
-
 @dataclass
 class Started:
     executable: str
     namespace: str
     proc: subprocess.Popen
-    params_files: list
+    node_name: str = ""
     declared: set = field(default_factory=set)
-    values: dict = field(default_factory=dict)
 
 
-def _start_console_script(executable: str, namespace: str, params_files, log_dir: Path):
+def _start_console_script(executable: str, ros_args, log_dir: Path, log_name: str):
+    """Run a console_scripts entry exactly as its wrapper would (module:function)."""
     module, func = CONSOLE_SCRIPTS[executable].split(":")
     code = f"import sys; from {module} import {func} as main; sys.exit(main())"
-    args = ["--ros-args", "-r", f"__ns:={namespace}"]
-    for f in params_files:
-        args += ["--params-file", str(f)]
-    env = ros_utils._child_env(None) if hasattr(ros_utils, "_child_env") else dict(os.environ)
-    log = open(log_dir / f"{executable}.log", "wb")
-    proc = subprocess.Popen([sys.executable, "-u", "-c", code, *args], stdout=log,
-                            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
-                            cwd=str(REPO))
-    proc.log_path = log_dir / f"{executable}.log"
-    proc.name = executable
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(
+        [str(REPO), str(ros_utils.TEST_DIR), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    env["PYTHONUNBUFFERED"] = "1"
+    log_path = log_dir / f"{log_name}.log"
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen([sys.executable, "-u", "-c", code, "--ros-args", *ros_args],
+                                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                env=env, cwd=str(REPO))
+    proc.log_path = log_path
+    proc.name = log_name
     return proc
+
+
+def _stop(proc) -> None:
+    ros_utils.stop_process(proc)
+    print(f"----- log of {proc.name} (exit code {proc.returncode})")
+    print(ros_utils.read_log(proc, tail=100))
+
+
+def _wait_for_node(node, namespace: str, proc, name: str | None = None) -> str:
+    def found():
+        ros_utils.assert_running(proc)
+        names = [n for n, ns in node.get_node_names_and_namespaces()
+                 if ns == namespace and (name is None or n == name)]
+        return names[0] if names else None
+
+    return ros_utils.wait_for(found, timeout=60.0, interval=0.1,
+                              message=f"{proc.name}: no node in {namespace}")
 
 
 def _parameter_value(value):
@@ -421,51 +487,44 @@ def _parameter_value(value):
 
 
 @pytest.fixture(scope="module")
-def running_executables(tmp_path_factory):
-    """Every console script running in its own namespace, with the YAML files that launch
-    files give it; their declared parameters and the values of the YAML's keys."""
-    from rcl_interfaces.srv import GetParameters, ListParameters
+def checker_node():
+    handle = ros_utils.RosNodeHandle("launch_file_checker")
+    try:
+        yield handle.node
+    finally:
+        handle.shutdown()
+
+
+@pytest.fixture(scope="module")
+def running_executables(tmp_path_factory, checker_node):
+    """Every console script, each in its own namespace: its node name and the parameters
+    it declares (``~/list_parameters``)."""
+    from rcl_interfaces.srv import ListParameters
 
     log_dir = tmp_path_factory.mktemp("launch_file_nodes")
     started = {}
-    for i, executable in enumerate(sorted(CONSOLE_SCRIPTS)):
-        ns = f"/launch_check_{i}"
-        files = _yaml_files_for(executable)
-        started[executable] = Started(executable, ns,
-                                      _start_console_script(executable, ns, files, log_dir),
-                                      files)
-    handle = ros_utils.RosNodeHandle("launch_file_checker")
     try:
+        for i, executable in enumerate(sorted(CONSOLE_SCRIPTS)):
+            ns = f"/launch_check_{i}"
+            started[executable] = Started(executable, ns, _start_console_script(
+                executable, ["-r", f"__ns:={ns}"], log_dir, executable))
         for s in started.values():
-            def node_name():
-                ros_utils.assert_running(s.proc)
-                names = [n for n, ns in handle.node.get_node_names_and_namespaces()
-                         if ns == s.namespace]
-                return names[0] if names else None
-
-            name = ros_utils.wait_for(node_name, timeout=60.0, interval=0.1,
-                                      message=f"{s.executable}: no node in {s.namespace}")
-            prefix = f"{s.namespace}/{name}"
+            s.node_name = _wait_for_node(checker_node, s.namespace, s.proc)
             listed = ros_utils.call_service(
-                handle.node, ListParameters, f"{prefix}/list_parameters",
+                checker_node, ListParameters, f"{s.namespace}/{s.node_name}/list_parameters",
                 ListParameters.Request(depth=ListParameters.Request.DEPTH_RECURSIVE),
                 timeout=60.0)
             s.declared = set(listed.result.names)
-            wanted = sorted({k for f in s.params_files
-                             for params in _yaml_parameters(f).values() for k in params})
-            if wanted:
-                got = ros_utils.call_service(handle.node, GetParameters,
-                                             f"{prefix}/get_parameters",
-                                             GetParameters.Request(names=wanted), timeout=30.0)
-                s.values = {k: _parameter_value(v) for k, v in zip(wanted, got.values)}
             ros_utils.assert_running(s.proc)
         yield started
     finally:
-        handle.shutdown()
         for s in started.values():
-            ros_utils.stop_process(s.proc)
-            print(f"----- log of {s.executable} (exit code {s.proc.returncode})")
-            print(ros_utils.read_log(s.proc, tail=100))
+            _stop(s.proc)
+
+
+def _declared_and_names(running):
+    return ({exe: s.declared for exe, s in running.items()},
+            {exe: s.node_name for exe, s in running.items()})
 
 
 def _same(a, b) -> bool:
@@ -479,9 +538,9 @@ def _same(a, b) -> bool:
 
 @pytest.mark.timeout(180)
 def test_launch_parameters_are_declared_by_the_nodes(running_executables):
-    declared_by = {exe: s.declared for exe, s in running_executables.items()}
+    declared_by, names = _declared_and_names(running_executables)
     for launch in LAUNCH.values():
-        assert parameter_problems(launch, declared_by) == []
+        assert parameter_problems(launch, declared_by, names) == []
 
 
 BROKEN_LAUNCH = """
@@ -521,36 +580,74 @@ def test_the_checks_catch_mistakes(tmp_path, running_executables):
     assert "share/manip_dynamics/config/absent.yaml is not installed" in text
     assert "'demo.rviz'" in text
     assert "joint_topic" in "\n".join(launch_argument_problems(launch))
-    problems = parameter_problems(
-        launch, {exe: s.declared for exe, s in running_executables.items()})
+    problems = parameter_problems(launch, *_declared_and_names(running_executables))
     text = "\n".join(problems)
     assert "['tip']" in text and "['marker.scale']" in text
     assert "markers.scale" not in text            # nested dict flattened: declared
 
 
-@pytest.mark.timeout(180)
-def test_config_files_are_declared_and_applied(running_executables):
-    """Every key of every config/*.yaml is declared by a node it can apply to, and a node
-    started with the file (as the launch files do) reports exactly the file's values."""
+def test_config_files_are_declared(running_executables):
+    """Every key of every config/*.yaml is declared by the node its section names (a
+    ``/**`` section: by at least one of our nodes)."""
+    by_name = {s.node_name: s for s in running_executables.values()}
     all_declared = set().union(*(s.declared for s in running_executables.values()))
     for f in CONFIG_FILES:
         sections = _yaml_parameters(f)
         assert sections, f"{f.name}: no ros__parameters section"
         for node_key, params in sections.items():
-            target = node_key.rsplit("/", 1)[-1]
-            if target in running_executables:      # section named after one node
-                declared = running_executables[target].declared
-            else:                                  # "/**": some node must declare each key
+            targets = [s for name, s in by_name.items() if section_applies(node_key, name)]
+            if node_key.strip("/") in ("**", "*"):
                 declared = all_declared
+            else:
+                assert targets, f"{f.name} [{node_key}]: names none of our nodes"
+                declared = set().union(*(t.declared for t in targets))
             unknown = sorted(set(params) - declared)
             assert not unknown, f"{f.name} [{node_key}]: undeclared parameters {unknown}"
-        users = [s for s in running_executables.values() if f in s.params_files]
-        for s in users:
-            for params in sections.values():
-                for key, value in params.items():
-                    assert _same(s.values.get(key), value), (
-                        f"{f.name}: {s.executable} reports {key} = {s.values.get(key)!r}, "
-                        f"the file sets {value!r}")
+
+
+def _launched_with_files():
+    """(launch file, NodeSpec) of our nodes that a launch file gives YAML files."""
+    return [(name, spec) for name, launch in sorted(LAUNCH.items())
+            for spec in launch.nodes()
+            if spec.package == PACKAGE and spec.executable in CONSOLE_SCRIPTS
+            and spec.parameter_files]
+
+
+@pytest.mark.timeout(240)
+def test_launch_yaml_values_reach_the_nodes(tmp_path, checker_node, running_executables):
+    """Each node a launch file gives YAML files is started as launch_ros would start it
+    (root namespace, ``-r __node:=<name>``, ``--params-file`` per file), one at a time;
+    its ``~/get_parameters`` must report the values of every section that applies."""
+    from rcl_interfaces.srv import GetParameters
+
+    cases = _launched_with_files()
+    assert cases, "no launch file passes a parameter file to one of our nodes"
+    default_names = _declared_and_names(running_executables)[1]
+    for launch_name, spec in cases:
+        name = node_name_of(spec, default_names)
+        ros_args = ["-r", f"__node:={name}"]
+        for f in spec.parameter_files:
+            ros_args += ["--params-file", str(f)]
+        proc = _start_console_script(spec.executable, ros_args, tmp_path,
+                                     f"{launch_name}_{name}")
+        try:
+            _wait_for_node(checker_node, "/", proc, name)
+            expected = {}
+            for f in spec.parameter_files:
+                for node_key, params in _yaml_parameters(f).items():
+                    if section_applies(node_key, name):
+                        expected.update(params)
+            keys = sorted(expected)
+            got = ros_utils.call_service(checker_node, GetParameters, f"/{name}/get_parameters",
+                                         GetParameters.Request(names=keys), timeout=60.0)
+            reported = {k: _parameter_value(v) for k, v in zip(keys, got.values)}
+            ros_utils.assert_running(proc)
+        finally:
+            _stop(proc)
+        for key in keys:
+            assert _same(reported.get(key), expected[key]), (
+                f"{launch_name} ({name}): node reports {key} = {reported.get(key)!r}, "
+                f"the parameter file sets {expected[key]!r}")
 
 
 def test_dynamics_node_declares_the_documented_parameters(running_executables):
