@@ -23,6 +23,7 @@ Run: ``ros2 run manip_dynamics dynamics_node --ros-args -p urdf_file:=arm.urdf``
 """
 from __future__ import annotations
 
+import array
 import threading
 import time
 import traceback
@@ -38,7 +39,7 @@ from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.clock import JumpThreshold
 from rclpy.duration import Duration
 from rclpy.exceptions import InvalidParameterTypeException
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
@@ -104,14 +105,18 @@ class _ThrottledLog:
 
 
 def _joint_state(header: Header, names, q, qd, effort) -> JointState:
-    msg = JointState(header=header, name=list(names), position=q.tolist(), effort=effort.tolist())
+    msg = JointState(header=header, name=list(names), position=_f64(q), effort=_f64(effort))
     if qd is not None:
-        msg.velocity = qd.tolist()
+        msg.velocity = _f64(qd)
     return msg
 
 
-def _flat(a) -> list[float]:
-    return np.asarray(a, dtype=float).ravel(order="C").tolist()
+def _f64(a) -> array.array:
+    """A float64[] message field from an array: row-major flattening, and an array('d'),
+    which the generated message setters take without checking element by element."""
+    out = array.array("d")
+    out.frombytes(np.ascontiguousarray(a, dtype=np.float64).tobytes(order="C"))
+    return out
 
 
 def _read_text(path: str) -> str:
@@ -159,8 +164,9 @@ class DynamicsNode(Node):
         self._markers_pub = self.create_publisher(MarkerArray, "~/inertia_markers", 10)
 
         # joint_states in their own mutually exclusive group: handled one at a time, in
-        # order, while services (their own reentrant group) and parameter / description
-        # changes (default group) run on the other executor threads.
+        # order. main() spins a single-threaded executor (a multi-threaded one cost 15x the
+        # latency at 1 kHz: benchmarks/bench_node_latency.py); the groups keep the node
+        # correct under a MultiThreadedExecutor too (services: their own reentrant group).
         self._input_group = MutuallyExclusiveCallbackGroup()
         self._joint_states_sub = self.create_subscription(
             JointState, "joint_states", self._on_joint_states, state_qos,
@@ -472,28 +478,30 @@ class DynamicsNode(Node):
         names = model.joint_names
         header = Header(stamp=in_header.stamp, frame_id=in_header.frame_id)
 
-        self._gravity_pub.publish(_joint_state(header, names, q, qd, g))
-        index = {name: i for i, name in enumerate(names)}
-        self._command_pub.publish(Float64MultiArray(
-            data=[float(g[index[j]]) for j in snapshot.command_joints]))
-
+        # ~/dynamics first: it is what a computed-torque controller waits for.
         if terms is not None:
             c = np.asarray(terms.c, dtype=float)
-            self._coriolis_pub.publish(_joint_state(header, names, q, qd, c))
             cond = float(terms.condition_number)
             self._dynamics_pub.publish(Dynamics(
                 header=Header(stamp=in_header.stamp, frame_id=model.root_link),
                 joint_names=list(names),
-                position=q.tolist(), velocity=qd.tolist(),
-                gravity=g.tolist(), coriolis=c.tolist(),
-                mass_matrix=_flat(terms.M),
+                position=_f64(q), velocity=_f64(qd),
+                gravity=_f64(g), coriolis=_f64(c),
+                mass_matrix=_f64(terms.M),
                 tip_frame=snapshot.tip_frame,
-                jacobian=_flat(terms.J),
-                effective_inertia=_flat(terms.Lambda),
-                inverse_effective_inertia=_flat(terms.A),
+                jacobian=_f64(terms.J),
+                effective_inertia=_f64(terms.Lambda),
+                inverse_effective_inertia=_f64(terms.A),
                 condition_number=cond,
                 near_singular=bool(terms.singular) or cond > snapshot.singular_condition,
             ))
+
+        self._gravity_pub.publish(_joint_state(header, names, q, qd, g))
+        index = {name: i for i, name in enumerate(names)}
+        self._command_pub.publish(Float64MultiArray(
+            data=_f64([g[index[j]] for j in snapshot.command_joints])))
+        if terms is not None:
+            self._coriolis_pub.publish(_joint_state(header, names, q, qd, c))
 
         if snapshot.markers.enabled:
             self._publish_markers(snapshot, in_header, q)
@@ -521,7 +529,7 @@ def main(args=None) -> int:
     node = None
     try:
         node = DynamicsNode()
-        executor = MultiThreadedExecutor(num_threads=3)
+        executor = SingleThreadedExecutor()
         executor.add_node(node)
         executor.spin()
     except (KeyboardInterrupt, ExternalShutdownException):

@@ -42,16 +42,16 @@ link's x-y plane at ``x = -BAR_OFFSET``, ``y = (i - (n-1)/2) * BAR_SPACING``, he
 ``BAR_HEIGHT_PER_SCALE * scale * mu_i / mu_max`` (relative: the tallest bar is
 ``BAR_HEIGHT_PER_SCALE * scale`` m; at least ``MIN_DIAMETER``); coloured like the
 ellipsoid by cond(M). ``mass_matrix_label`` / 0, TEXT_VIEW_FACING lists the values.
-When ``show_mass_matrix`` is false those namespaces are sent as DELETE actions instead, so
-switching the option off at run time clears the bars.
+When ``show_mass_matrix`` is false those namespaces are not sent: the node publishes a
+DELETEALL whenever the marker options change, so switching the option off clears the bars.
 """
 from __future__ import annotations
 
 import math
-from copy import deepcopy
+from copy import copy
 
 import numpy as np
-from builtin_interfaces.msg import Duration
+from builtin_interfaces.msg import Duration, Time
 from geometry_msgs.msg import Point, Pose, Quaternion, Vector3
 from scipy.spatial.transform import Rotation
 from std_msgs.msg import ColorRGBA, Header
@@ -124,24 +124,30 @@ def rotation_quaternion(rotation: np.ndarray) -> Quaternion:
 
 # --------------------------------------------------------------------------- markers
 
+def _copy_header(header: Header) -> Header:
+    """An independent Header (copy.deepcopy of a message is ~20x slower)."""
+    return Header(stamp=Time(sec=header.stamp.sec, nanosec=header.stamp.nanosec),
+                  frame_id=header.frame_id)
+
+
+# Marker() builds ~15 default sub-messages (~50 us); a shallow copy of this template is
+# ~15x cheaper. Copies share only sub-messages nobody assigns into (points, colors,
+# texture, mesh_file, ...); header, pose, scale and colour are always fresh objects.
+_TEMPLATE = Marker()
+
+
 def _marker(header: Header, ns: str, marker_id: int, marker_type: int) -> Marker:
-    m = Marker()
-    m.header = deepcopy(header)
+    m = copy(_TEMPLATE)
+    m.header = _copy_header(header)
     m.ns = ns
     m.id = marker_id
     m.type = marker_type
     m.action = Marker.ADD
+    m.pose = Pose()
+    m.scale = Vector3()
+    m.color = ColorRGBA()
     m.lifetime = Duration(sec=0, nanosec=0)   # until replaced or deleted
     m.frame_locked = False
-    return m
-
-
-def _deleted(header: Header, ns: str, marker_id: int) -> Marker:
-    m = Marker()
-    m.header = deepcopy(header)
-    m.ns = ns
-    m.id = marker_id
-    m.action = Marker.DELETE
     return m
 
 
@@ -159,7 +165,7 @@ def inertia_marker_array(snapshot, q, header: Header) -> MarkerArray:
     model = snapshot.model
     options = snapshot.markers
     scale = float(options.scale)
-    header = deepcopy(header)
+    header = _copy_header(header)
     if not header.frame_id:
         header.frame_id = model.root_link
     q = np.asarray(q, dtype=float)
@@ -221,15 +227,12 @@ def inertia_marker_array(snapshot, q, header: Header) -> MarkerArray:
         text.color = ColorRGBA(r=1.0, g=1.0, b=1.0, a=1.0)
         text.text = "eig M(q): " + ", ".join(_fmt(float(v)) for v in mu)
         out.markers.append(text)
-    else:
-        out.markers.extend(_deleted(header, MASS_BARS_NS, i) for i in range(n))
-        out.markers.append(_deleted(header, MASS_LABEL_NS, 0))
     return out
 
 
 def delete_all(header: Header) -> MarkerArray:
     """A MarkerArray with one DELETEALL marker: clears every marker of this publisher."""
     m = Marker()
-    m.header = deepcopy(header)
+    m.header = _copy_header(header)
     m.action = Marker.DELETEALL
     return MarkerArray(markers=[m])
