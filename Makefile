@@ -5,7 +5,7 @@
 #   make test TESTS=test/test_smoke_ros.py PYTEST_ARGS="-k round_trip -x"
 #   make demo                      set up, then python -m manip_dynamics.demo
 #   make bench                     set up, then run every benchmarks/*.py (BENCH_TIMEOUT s each)
-#   make setup                     only the set-up (venv, interfaces, editable install)
+#   make setup                     only the set-up (venv, interfaces, editable install, kernels)
 #   make clean                     remove build products and stamps (never the venv)
 #   make constraints VENV=/tmp/pins rewrite constraints.txt from that venv (updating pins)
 
@@ -43,7 +43,7 @@ DOMAIN := ROS_DOMAIN_ID="$${ROS_DOMAIN_ID:-$$(( $$$$ % 100 + 1 ))}"
 
 .PHONY: test demo bench setup clean constraints
 
-setup: $(STAMPS)/editable $(STAMPS)/interfaces
+setup: $(STAMPS)/editable $(STAMPS)/interfaces $(STAMPS)/kernels
 
 test: setup
 	$(PY) -m pytest $(TESTS) $(PYTEST_ARGS)
@@ -91,6 +91,14 @@ $(STAMPS)/editable: $(STAMPS)/venv setup.py setup.cfg package.xml
 	@echo "pip install -e . (editable, no deps)"
 	@$(LOCK) "$(PY)" -m pip install -q --progress-bar off --disable-pip-version-check \
 		--no-deps --no-build-isolation -e .
+	@touch $@
+
+# 4. The core's numba kernels, compiled once into numba's on-disk cache
+#    (manip_dynamics/core/__pycache__), so no test, node or demo process pays the compile.
+$(STAMPS)/kernels: $(STAMPS)/editable $(wildcard manip_dynamics/core/*.py)
+	@echo "compiling the core's numba kernels (once; cached on disk)"
+	@$(LOCK) "$(PY)" -W ignore -c 'from manip_dynamics import RobotModel, robots; \
+		RobotModel.from_urdf_file(robots.path("panda")).warm_up()'
 	@touch $@
 
 clean:
