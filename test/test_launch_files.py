@@ -26,7 +26,6 @@ import os
 import runpy
 import subprocess
 import sys
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 

@@ -249,7 +249,7 @@ class RobotModel:
         fb, X = self._frame(f_ext_frame)
         f = _as_float(f_ext, "f_ext")
         if f.shape not in ((6,), (N, 6)) or (single and f.shape != (6,)):
-            raise InputError(f"f_ext must have shape (6,)" + ("" if single else f" or ({N}, 6)")
+            raise InputError("f_ext must have shape (6,)" + ("" if single else f" or ({N}, 6)")
                              + f", got {f.shape}")
         if not np.isfinite(f).all():
             raise InputError("f_ext has non-finite values")

@@ -51,9 +51,7 @@ import os
 import time
 
 import numpy as np
-import rclpy
 from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
-from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
@@ -62,6 +60,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, String
 
 from manip_dynamics import RobotModel, robots
+from manip_dynamics.nodes.runner import run_node
 
 INTEGRATORS = ('rk4', 'semi_implicit_euler')
 
@@ -432,19 +431,9 @@ class ArmSimulator(Node):
         return self.command_time >= self.published_at
 
 
-def main(args=None):
-    rclpy.init(args=args)
-    node = None
-    try:
-        node = ArmSimulator()
-        rclpy.spin(node)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        if node is not None:
-            node.destroy_node()
-        rclpy.try_shutdown()
+def main(args=None) -> int:
+    return run_node(ArmSimulator, args)
 
 
 if __name__ == '__main__':
-    main()
+    raise SystemExit(main())

@@ -35,14 +35,13 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import rclpy
 from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
-from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from sensor_msgs.msg import JointState
 
 from manip_dynamics_interfaces.msg import Dynamics
+from manip_dynamics.nodes.runner import run_node
 
 MODES = ('off', 'gravity', 'computed_torque')
 PER_JOINT = ('kp', 'kd', 'amplitude', 'frequency', 'home')
@@ -212,19 +211,9 @@ class ComputedTorqueController(Node):
             self.reference_pub.publish(ref)
 
 
-def main(args=None):
-    rclpy.init(args=args)
-    node = None
-    try:
-        node = ComputedTorqueController()
-        rclpy.spin(node)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        if node is not None:
-            node.destroy_node()
-        rclpy.try_shutdown()
+def main(args=None) -> int:
+    return run_node(ComputedTorqueController, args)
 
 
 if __name__ == '__main__':
-    main()
+    raise SystemExit(main())

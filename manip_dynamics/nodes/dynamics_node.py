@@ -33,13 +33,11 @@ from types import MappingProxyType
 from typing import Any, Mapping, Optional
 
 import numpy as np
-import rclpy
 from rcl_interfaces.msg import SetParametersResult
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.clock import JumpThreshold
 from rclpy.duration import Duration
 from rclpy.exceptions import InvalidParameterTypeException
-from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
@@ -50,6 +48,7 @@ from visualization_msgs.msg import MarkerArray
 from manip_dynamics.core.errors import InputError, ManipDynamicsError
 from manip_dynamics.core.model import RobotModel
 from manip_dynamics.nodes import markers
+from manip_dynamics.nodes.runner import run_node
 from manip_dynamics.nodes.parameters import (
     PARAMETERS,
     SPECS,
@@ -525,23 +524,8 @@ class DynamicsNode(Node):
 
 
 def main(args=None) -> int:
-    rclpy.init(args=args)
-    node = None
-    try:
-        node = DynamicsNode()
-        executor = SingleThreadedExecutor()
-        executor.add_node(node)
-        executor.spin()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    except ConfigurationError as exc:
-        rclpy.logging.get_logger(NODE_NAME).fatal(f"cannot start: {exc}")
-        return 2
-    finally:
-        if node is not None:
-            node.destroy_node()
-        rclpy.try_shutdown()
-    return 0
+    # single-threaded: see the comment on the callback groups in DynamicsNode.__init__
+    return run_node(DynamicsNode, args, fatal=(ConfigurationError,), name=NODE_NAME)
 
 
 if __name__ == "__main__":

@@ -779,7 +779,7 @@ def test_start_up_from_a_params_file_with_remapping_and_clean_shutdown(
 
 @pytest.mark.parametrize("args,logged", [
     (["-p", "payload.mass:=-1.0"], "payload.mass: -1.0 must be >= 0"),
-    (["-p", f"urdf_file:=/no/such/file.urdf"], "cannot read '/no/such/file.urdf'"),
+    (["-p", "urdf_file:=/no/such/file.urdf"], "cannot read '/no/such/file.urdf'"),
     (["-p", "gravity:=[0,0,-10]"], "parameter gravity must be of type DOUBLE_ARRAY"),
 ], ids=["negative mass", "missing file", "integer gravity"])
 def test_bad_start_up_configuration_exits_with_a_reason(node_process, args, logged):

@@ -16,7 +16,6 @@ Bounds and why:
   (qddd_d = A w^3 <= 2.0 rad/s^3). We require RMS < 5e-3 rad and max < 2e-2 rad.
 """
 import numpy as np
-import pytest
 import ros_utils
 from rcl_interfaces.srv import SetParametersAtomically
 from rclpy.parameter import Parameter
