@@ -18,6 +18,8 @@ import numpy as np
 import pinocchio as pin
 import pytest
 
+from manip_dynamics import RobotModel
+
 from . import urdf_factory as uf
 from .test_pinocchio import PANDA, UR5, PinocchioReference, _read, assert_close
 
@@ -268,3 +270,33 @@ def test_vector_from_names_maps_by_name():
     v = model.vector_from_names(names, values)
     for name, val in zip(names[:-1], values):
         assert v[model.joint_names.index(name)] == val
+
+
+# ----------------------------------------------------------------------------- root_link
+def test_root_link_subtree_equals_the_full_arm_with_the_first_joint_held():
+    """Re-rooting the UR5 at ``shoulder_link`` (below shoulder_pan_joint) must give the
+    dynamics of the full arm with that joint held still, seen from the shoulder link:
+    the kinetic energy of the subtree is frame independent, so M_sub = M[1:, 1:] and
+    C_sub qd_sub = (C qd)[1:] with qd_1 = 0; gravity expressed in shoulder axes gives
+    g_sub = g[1:]; poses and Jacobians are the full ones seen from the shoulder frame.
+    The full model itself is checked against Pinocchio above."""
+    xml = _read(UR5)
+    full = RobotModel.from_urdf_string(xml)
+    rng = np.random.default_rng(7)
+    for _ in range(10):
+        q = rng.uniform(-np.pi, np.pi, full.n)
+        qd = np.r_[0.0, rng.uniform(-2, 2, full.n - 1)]
+        X_ws = full.frame_pose(q, "shoulder_link")
+        R_ws = X_ws[:3, :3]
+        sub = RobotModel.from_urdf_string(xml, root_link="shoulder_link",
+                                          gravity=R_ws.T @ full.gravity)
+        assert sub.joint_names == full.joint_names[1:]
+        qs, qds = q[1:], qd[1:]
+        assert_close(sub.mass_matrix(qs), full.mass_matrix(q)[1:, 1:])
+        assert_close(sub.coriolis_torques(qs, qds), full.coriolis_torques(q, qd)[1:])
+        assert_close(sub.gravity_torques(qs), full.gravity_torques(q)[1:])
+        assert_close(sub.frame_pose(qs, "tool0"),
+                     np.linalg.inv(X_ws) @ full.frame_pose(q, "tool0"))
+        J = full.jacobian(q, "tool0")[:, 1:]
+        assert_close(sub.jacobian(qs, "tool0"),
+                     np.vstack([R_ws.T @ J[:3], R_ws.T @ J[3:]]))
