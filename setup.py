@@ -24,7 +24,8 @@ setup(
         ("share/" + package_name + "/urdf", files("manip_dynamics/robots/*.urdf")),
     ],
     install_requires=["setuptools"],
-    zip_safe=True,
+    extras_require={"test": ["pytest"]},   # colcon test runs pytest when this names it
+    zip_safe=False,                        # robots.path() returns files on disk
     maintainer="manip_dynamics maintainers",
     maintainer_email="maintainers@manip-dynamics.dev",
     description="Manipulator dynamics (gravity, Coriolis, mass matrix, effective inertia) "

@@ -9,7 +9,8 @@ invocation (docs/building.md) names the nested package as a second base path:
 This test copies the working tree into a temporary workspace, runs exactly that with the
 venv's colcon, sources ``install/setup.bash`` and checks that the generated interface
 types import from the workspace and that the ``dynamics_node`` console script is
-installed where ``ros2 run`` looks for it. No ROS traffic.
+installed where ``ros2 run`` looks for it; then ``colcon test`` runs one test file of the
+package with pytest (its DDS traffic stays on loopback, like every test here).
 """
 import os
 import shutil
@@ -96,3 +97,19 @@ print("MODULE", importlib.util.find_spec("manip_dynamics.nodes.dynamics_node") i
     text = script.read_text()
     assert text.startswith("#!") and "python" in text.splitlines()[0], text[:200]
     assert "dynamics_node" in text, text
+
+    # `colcon test` runs the package's pytest suite (setup.py's extras_require["test"]
+    # names pytest); one ROS test file keeps it short: it needs the workspace's interfaces.
+    test = subprocess.run(
+        ["bash", "-c", "source install/setup.bash && "
+         f"'{COLCON}' test --packages-select manip_dynamics "
+         "--event-handlers console_direct- --pytest-args test/test_smoke_ros.py && "
+         f"'{COLCON}' test-result --verbose"],
+        cwd=ws, env=env, stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300,
+    )
+    summary = [line for line in test.stdout.splitlines() if line.startswith("Summary:")]
+    assert test.returncode == 0, test.stdout[-4000:]
+    assert summary and " 0 errors, 0 failures" in summary[-1], test.stdout[-4000:]
+    ran = int(summary[-1].split()[1])
+    assert ran >= 2, test.stdout[-4000:]
