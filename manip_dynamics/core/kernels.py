@@ -586,16 +586,18 @@ SINGULAR_COND = 1e12
 
 
 @njit(**_JIT)
-def batch_bundle(topo, geom, inert, grav, q, qd, fb, Xf, r0, k, damping, want_gc, want_os,
+def batch_bundle(topo, geom, inert, grav, q, qd, fb, Xf, r0, k, damping, damp_cond, want_gc,
+                 want_os,
                  g_out, c_out, M_out, J_out, A_out, L_out, cond, sing, evals, evecs,
                  mu_out, p_out, status):
     """Per-state bundle: g, c = C qd, M, J (rows r0:r0+k), A = J M^-1 J^T (by Cholesky
     solves: A = Y^T Y with Y = L^-1 J^T), its eigen-decomposition, condition number,
     Lambda and (if want_os) mu = Lambda (J M^-1 c - Jdot qd), p = Lambda J M^-1 g.
 
-    Lambda: A^-1 by Cholesky solves when cond(A) <= 1e12; damping d > 0:
-    V diag(s / (s^2 + d^2)) V^T; singular and d == 0: pseudo-inverse over the eigenvalues
-    s > 1e-12 s_max (the flag ``sing`` says so). status[s] = 1 if M is not positive definite.
+    Lambda: A^-1 by Cholesky solves when cond(A) <= 1e12; damping d > 0 applied to the
+    states with cond(A) > damp_cond: V diag(s / (s^2 + d^2)) V^T; singular without
+    damping: pseudo-inverse over the eigenvalues s > 1e-12 s_max (the flag ``sing`` says
+    so). status[s] = 1 if M is not positive definite.
     """
     n = q.shape[1]
     nb = topo.shape[0]
@@ -663,9 +665,10 @@ def batch_bundle(topo, geom, inert, grav, q, qd, fb, Xf, r0, k, damping, want_gc
         else:
             cond[s] = np.inf
         singular = cond[s] > SINGULAR_COND
+        damped = damping > 0.0 and cond[s] > damp_cond
         Lam = L_out[s]
         done = False
-        if damping == 0.0 and not singular:
+        if not damped and not singular:
             if cholesky(Amat, LA):
                 for c in range(k):
                     e[:] = 0.0
@@ -679,7 +682,7 @@ def batch_bundle(topo, geom, inert, grav, q, qd, fb, Xf, r0, k, damping, want_gc
         if not done:
             for i in range(k):
                 si = max(w[i], 0.0)
-                if damping > 0.0:
+                if damped:
                     e[i] = si / (si * si + damping * damping)
                 elif si > 1e-12 * smax:
                     e[i] = 1.0 / si

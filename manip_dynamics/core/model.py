@@ -429,13 +429,17 @@ class RobotModel:
         return self._out(out, single)
 
     # ------------------------------------------------------------------ task-space inertia
-    def _bundle(self, q, qd, frame, linear_only, damping, want_gc, want_os):
+    def _bundle(self, q, qd, frame, linear_only, damping, want_gc, want_os,
+                damping_condition=0.0):
         Q, single = self._states(q, "q")
         QD = self._states(qd, "qd", like=np.shape(q))[0] if qd is not None else Q
         fb, X = self._frame(frame)
         d = float(_as_float(damping, "damping"))
         if not np.isfinite(d) or d < 0:
             raise InputError(f"damping must be finite and >= 0, got {damping!r}")
+        dc = float(_as_float(damping_condition, "damping_condition"))
+        if np.isnan(dc) or dc < 0:
+            raise InputError(f"damping_condition must be >= 0, got {damping_condition!r}")
         N, n = Q.shape
         k = 3 if linear_only else 6
         g = np.empty((N, n))
@@ -452,7 +456,7 @@ class RobotModel:
         p = np.empty((N, k))
         status = np.zeros(N, dtype=np.int64)
         K.batch_bundle(self._s.topo, self._s.geom, self._inert, self._gravity, Q, QD, fb, X,
-                       0, k, d, want_gc, want_os, g, c, M, J, A, Lam, cond, sing, ev, V,
+                       0, k, d, dc, want_gc, want_os, g, c, M, J, A, Lam, cond, sing, ev, V,
                        mu, p, status)
         self._check_mass(status)
         return single, dict(g=g, c=c, M=M, J=J, A=A, Lambda=Lam, cond=cond, singular=sing,
@@ -473,12 +477,15 @@ class RobotModel:
         single, r = self._bundle(q, None, frame, linear_only, 0.0, False, False)
         return self._out(r["A"], single)
 
-    def effective_inertia(self, q, frame, linear_only=False, damping=0.0):
+    def effective_inertia(self, q, frame, linear_only=False, damping=0.0, damping_condition=0.0):
         """Lambda = (J M^-1 J^T)^-1 (6, 6) or (3, 3): operational-space inertia of the frame origin.
 
         Singular A (cond > 1e12 or its Cholesky fails) raises SingularConfigurationError
-        unless damping > 0, which returns V diag(s / (s^2 + damping^2)) V^T (finite)."""
-        single, r = self._bundle(q, None, frame, linear_only, damping, False, False)
+        unless damping > 0, which returns V diag(s / (s^2 + damping^2)) V^T (finite).
+        The damping applies only to the states with cond(A) > damping_condition (default
+        0: every state); the others get the exact inverse by Cholesky solves."""
+        single, r = self._bundle(q, None, frame, linear_only, damping, False, False,
+                                 damping_condition)
         if damping == 0:
             self._raise_if_singular(r, frame)
         return self._out(r["Lambda"], single)
@@ -524,13 +531,17 @@ class RobotModel:
             self._raise_if_singular(r, frame)
         return tuple(self._out(r[x], single) for x in ("Lambda", "mu", "p"))
 
-    def compute_all(self, q, qd, frame, linear_only=False, damping=0.0):
+    def compute_all(self, q, qd, frame, linear_only=False, damping=0.0, damping_condition=0.0):
         """DynamicsTerms(g, c, M, J, A, Lambda, condition_number, singular) in one call.
 
         Never raises for singular states: Lambda is then the pseudo-inverse of A over the
         eigenvalues above 1e-12 of the largest (damping == 0) or the damped inverse, and
-        ``singular`` is True."""
-        single, r = self._bundle(q, qd, frame, linear_only, damping, True, False)
+        ``singular`` is True. damping > 0 applies to the states with cond(A) >
+        damping_condition (default 0: every state); the others get the exact inverse.
+        (The dynamics node passes its ``singular_condition``: Lambda is exact unless the
+        state is flagged near-singular.)"""
+        single, r = self._bundle(q, qd, frame, linear_only, damping, True, False,
+                                 damping_condition)
         return DynamicsTerms(*(self._out(r[x], single) for x in
                                ("g", "c", "M", "J", "A", "Lambda", "cond", "singular")))
 

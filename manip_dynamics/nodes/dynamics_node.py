@@ -458,7 +458,8 @@ class DynamicsNode(Node):
             if qd is None:                      # position-only state: g(q) and no more
                 g, terms = model.gravity_torques(q), None
             else:
-                terms = model.compute_all(q, qd, snapshot.tip_frame, damping=snapshot.damping)
+                terms = model.compute_all(q, qd, snapshot.tip_frame, damping=snapshot.damping,
+                                          damping_condition=snapshot.singular_condition)
                 g = terms.g
         except ManipDynamicsError as exc:
             self._skip("compute:" + type(exc).__name__, f"the dynamics failed: {exc}", "error")

@@ -314,7 +314,8 @@ class DynamicsServices:
         res.effort = _flat(model.gravity_torques(q))
 
     def _get_effective_inertia(self, snapshot: Snapshot, req, res) -> None:
-        """Lambda = (J M^-1 J^T)^-1 at ``frame``; damped inverse when singular."""
+        """Lambda = (J M^-1 J^T)^-1 at ``frame``: exact while cond(J M^-1 J^T) <=
+        singular_condition, the damped inverse (the node's ``damping``) above it."""
         model = snapshot.model
         q = joint_vector(model, req.joint_names, req.position, "position")
         frame = req.frame or snapshot.tip_frame
@@ -327,23 +328,15 @@ class DynamicsServices:
         a = np.asarray(model.inverse_effective_inertia(q, frame, linear_only=linear))
         ellipsoid = model.inertia_ellipsoid(q, frame, linear_only=linear)
         singular = bool(ellipsoid.singular)
-        if singular:
-            if snapshot.damping <= 0.0:
-                raise SingularConfigurationError(
-                    f"frame {frame!r} is at a singular configuration (condition number "
-                    f"{ellipsoid.condition_number:.3g}) and the node's 'damping' parameter "
-                    f"is 0, so no finite Lambda exists; set damping > 0"
-                )
-            lam = model.effective_inertia(q, frame, linear_only=linear,
-                                          damping=snapshot.damping)
-        else:
-            try:
-                lam = model.effective_inertia(q, frame, linear_only=linear, damping=0.0)
-            except SingularConfigurationError:
-                # The ellipsoid and the solve disagree only at the threshold: be safe.
-                singular = True
-                lam = model.effective_inertia(q, frame, linear_only=linear,
-                                              damping=max(snapshot.damping, 1e-12))
+        if singular and snapshot.damping <= 0.0:
+            raise SingularConfigurationError(
+                f"frame {frame!r} is at a singular configuration (condition number "
+                f"{ellipsoid.condition_number:.3g}) and the node's 'damping' parameter "
+                f"is 0, so no finite Lambda exists; set damping > 0"
+            )
+        # exact (Cholesky solves) unless near-singular: then the damped inverse
+        lam = model.effective_inertia(q, frame, linear_only=linear, damping=snapshot.damping,
+                                      damping_condition=snapshot.singular_condition)
         lam = np.asarray(lam, dtype=float)
         if not (np.all(np.isfinite(lam)) and np.all(np.isfinite(a))):
             raise ManipDynamicsError(f"core returned a non-finite Lambda at frame {frame!r}")

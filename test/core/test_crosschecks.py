@@ -127,3 +127,30 @@ def test_inertia_ellipsoid_is_eigen_decomposition_of_lambda(arm, states):
         np.testing.assert_allclose(V @ np.diag(ell.eigenvalues) @ V.T, Lam, atol=1e-9 * np.abs(Lam).max())
         assert np.linalg.det(V) == pytest.approx(1.0, abs=1e-12)
         assert not ell.singular
+
+
+def test_damping_applies_only_above_damping_condition(arm, states):
+    """damping_condition: Lambda is numpy's inv(A) where cond(A) <= damping_condition and
+    the damped inverse V diag(s / (s^2 + d^2)) V^T above it (A = J M^-1 J^T formed here
+    with numpy from J and M); effective_inertia and compute_all agree."""
+    d = 0.05
+    seen = set()
+    for q, qd, _ in states:
+        J = arm.jacobian(q, "tool")[:3]
+        A = J @ np.linalg.solve(arm.mass_matrix(q), J.T)
+        s, V = np.linalg.eigh(A)
+        cond = s[-1] / s[0]
+        for dc in (0.0, cond * 0.5, cond * 2.0, np.inf):
+            t = arm.compute_all(q, qd, "tool", linear_only=True, damping=d, damping_condition=dc)
+            lam = arm.effective_inertia(q, "tool", True, damping=d, damping_condition=dc)
+            np.testing.assert_allclose(lam, t.Lambda, rtol=1e-12, atol=1e-12)
+            if cond > dc:
+                seen.add("damped")
+                np.testing.assert_allclose(t.Lambda, V @ np.diag(s / (s * s + d * d)) @ V.T,
+                                           atol=1e-10)
+            else:
+                seen.add("exact")
+                np.testing.assert_allclose(t.Lambda, np.linalg.inv(A), rtol=1e-9, atol=1e-10)
+    assert seen == {"damped", "exact"}
+    with pytest.raises(Exception, match="damping_condition"):
+        arm.compute_all(states[0][0], states[0][1], "tool", damping=d, damping_condition=-1.0)

@@ -284,7 +284,18 @@ def assert_outputs_match(out, ref: RobotModel, q, qd, tip, damping=1e-3, singula
     np.testing.assert_allclose(d.coriolis, terms.c, **TOL)
     np.testing.assert_allclose(d.mass_matrix, np.ravel(terms.M), **TOL)
     np.testing.assert_allclose(d.jacobian, np.ravel(terms.J), **TOL)
-    np.testing.assert_allclose(d.effective_inertia, np.ravel(terms.Lambda), **TOL)
+    # Lambda: the exact inverse unless near-singular, then the damped inverse (both
+    # formed here with numpy from A = J M^-1 J^T, not by the core's own inversion)
+    A = np.asarray(ref.inverse_effective_inertia(q, tip))
+    s_A, V_A = np.linalg.eigh(A)
+    if s_A.min() > 0 and s_A.max() / s_A.min() <= singular:
+        lam_ref = np.linalg.inv(A)
+    else:
+        s_A = np.maximum(s_A, 0.0)
+        lam_ref = (V_A * (s_A / (s_A ** 2 + damping ** 2))) @ V_A.T
+    scale = max(1.0, float(np.abs(lam_ref).max()))
+    np.testing.assert_allclose(d.effective_inertia, np.ravel(lam_ref), rtol=1e-7,
+                               atol=1e-9 * scale)
     np.testing.assert_allclose(d.inverse_effective_inertia, np.ravel(terms.A), **TOL)
     assert np.isclose(d.condition_number, terms.condition_number, rtol=1e-9) or (
         math.isinf(d.condition_number) and math.isinf(terms.condition_number))
@@ -480,7 +491,11 @@ def test_tip_damping_and_singular_threshold(left):
                              singular=1.0001)
         assert out["dynamics"].near_singular
         left.set_ok(param_msg("singular_condition", 1e300))
-        assert not left.ask(names, q, qd)["dynamics"].near_singular
+        out = left.ask(names, q, qd)
+        # not near-singular: Lambda is the exact inverse, whatever the damping
+        assert_outputs_match(out, load(PANDA), Q_PANDA, QD_PANDA, "panda_link8", damping=0.5,
+                             singular=1e300)
+        assert not out["dynamics"].near_singular
     finally:
         left.set_ok(param_msg("tip_link", ""), param_msg("damping", 1e-3),
                     param_msg("singular_condition", 1e6))
