@@ -326,6 +326,25 @@ def coriolis_full(topo, S, m, h, Io, V, Cf, IV, IS, t1, t2, Y):
 
 # ------------------------------------------------------------------ dense helpers
 @njit(**_JIT)
+def all_finite(a):
+    """True if every entry of the 1-D or 2-D array a is finite (x * 0 is NaN for inf/NaN)."""
+    acc = 0.0
+    for x in a.ravel():
+        acc += x * 0.0
+    return acc == 0.0
+
+
+@njit(**_JIT)
+def damped_inverse_gain(s, d):
+    """s / (s^2 + d^2) for an eigenvalue s >= 0 and damping d > 0, written 1 / (s + d (d / s))
+    so that d^2 never underflows to 0 (s = 0 -> 0; a non-finite gain -> 0)."""
+    if s <= 0.0:
+        return 0.0
+    e = 1.0 / (s + d * (d / s))
+    return e if e * 0.0 == 0.0 else 0.0
+
+
+@njit(**_JIT)
 def cholesky(A, L):
     """A = L L^T (lower). Returns False if A is not (numerically) positive definite."""
     n = A.shape[0]
@@ -556,7 +575,8 @@ def batch_energy(topo, geom, inert, grav, q, qd, out):
 
 @njit(**_JIT)
 def batch_forward_dynamics(topo, geom, inert, grav, q, qd, tau, fb, Xf, fext, out, status):
-    """out[s] = M^-1 (tau - C qd - g + J^T F_ext) by Cholesky solves; status[s] = 1 if M is not PD."""
+    """out[s] = M^-1 (tau - C qd - g + J^T F_ext) by Cholesky solves; status[s] = 1 if M is not PD,
+    2 if M or the result is not finite (overflow)."""
     n = q.shape[1]
     zero = np.zeros((1, n))
     Mf = np.empty((topo.shape[0], topo.shape[0]))
@@ -572,14 +592,18 @@ def batch_forward_dynamics(topo, geom, inert, grav, q, qd, tau, fb, Xf, fext, ou
         forward_kinematics(topo, geom, qf, R, p, S)
         world_inertias(inert, R, p, m, h, Io)
         crba(topo, geom, S, m, h, Io, Mf, M, t1)
+        if not all_finite(M):
+            status[s] = 2
+            out[s, :] = 0.0
+            continue
         if not cholesky(M, L):
             status[s] = 1
             out[s, :] = 0.0
             continue
-        status[s] = 0
         for i in range(n):
             out[s, i] = tau[s, i] - hvec[0, i]
         cho_solve(L, out[s])
+        status[s] = 0 if all_finite(out[s]) else 2
 
 
 SINGULAR_COND = 1e12
@@ -597,7 +621,7 @@ def batch_bundle(topo, geom, inert, grav, q, qd, fb, Xf, r0, k, damping, damp_co
     Lambda: A^-1 by Cholesky solves when cond(A) <= 1e12; damping d > 0 applied to the
     states with cond(A) > damp_cond: V diag(s / (s^2 + d^2)) V^T; singular without
     damping: pseudo-inverse over the eigenvalues s > 1e-12 s_max (the flag ``sing`` says
-    so). status[s] = 1 if M is not positive definite.
+    so). status[s] = 1 if M is not positive definite, 2 if an output is not finite (overflow).
     """
     n = q.shape[1]
     nb = topo.shape[0]
@@ -636,6 +660,13 @@ def batch_bundle(topo, geom, inert, grav, q, qd, fb, Xf, r0, k, damping, damp_co
                     jb[:] = 0.0
             rnea_backward(topo, S, F, tf)
             _reduce_vec(topo, geom, tf, c_out[s])
+        if not all_finite(M):
+            status[s] = 2
+            A_out[s, :, :] = 0.0
+            L_out[s, :, :] = 0.0
+            cond[s] = np.inf
+            sing[s] = True
+            continue
         if not cholesky(M, L):
             status[s] = 1
             A_out[s, :, :] = 0.0
@@ -656,6 +687,12 @@ def batch_bundle(topo, geom, inert, grav, q, qd, fb, Xf, r0, k, damping, damp_co
                     acc += Y[r, i] * Y[c, i]
                 Amat[r, c] = acc
                 Amat[c, r] = acc
+        if not (all_finite(J) and all_finite(Amat)):
+            status[s] = 2            # overflow (e.g. a huge prismatic q): no eigh of inf/NaN
+            L_out[s, :, :] = 0.0
+            cond[s] = np.inf
+            sing[s] = True
+            continue
         w, vec = np.linalg.eigh(Amat)
         evals[s] = w
         evecs[s] = vec
@@ -683,7 +720,7 @@ def batch_bundle(topo, geom, inert, grav, q, qd, fb, Xf, r0, k, damping, damp_co
             for i in range(k):
                 si = max(w[i], 0.0)
                 if damped:
-                    e[i] = si / (si * si + damping * damping)
+                    e[i] = damped_inverse_gain(si, damping)
                 elif si > 1e-12 * smax:
                     e[i] = 1.0 / si
                 else:
@@ -711,3 +748,11 @@ def batch_bundle(topo, geom, inert, grav, q, qd, fb, Xf, r0, k, damping, damp_co
                     for c in range(k):
                         acc += Lam[r, c] * e[c]
                     dst[r] = acc
+        # overflow anywhere (huge q, qd, gravity or inertias) -> status 2, never a silent NaN
+        ok = all_finite(Lam)
+        if want_gc:
+            ok = ok and all_finite(g_out[s]) and all_finite(c_out[s])
+        if want_os:
+            ok = ok and all_finite(mu_out[s]) and all_finite(p_out[s])
+        if not ok:
+            status[s] = 2

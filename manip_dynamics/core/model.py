@@ -25,6 +25,7 @@ before serving requests.
 """
 from __future__ import annotations
 
+import numbers
 from collections import namedtuple
 
 import numpy as np
@@ -170,8 +171,8 @@ class RobotModel:
         inertias are recomputed (no re-parsing). A payload on a link fixed to the root is
         recorded but has no dynamic effect (fixed base).
         """
-        fb, X = self._frame(frame)
-        m = float(_as_float(mass, "mass"))
+        self._frame(frame)
+        m = _real(mass, "mass")
         if not np.isfinite(m) or m < 0:
             raise InputError(f"payload mass must be finite and >= 0, got {mass!r}")
         c = _vector3(com, "com")
@@ -180,14 +181,24 @@ class RobotModel:
             raise InputError(f"payload inertia must be a finite (3, 3) array, got shape {I.shape}")
         if not np.allclose(I, I.T, atol=1e-12, rtol=1e-9):
             raise InputError("payload inertia must be symmetric")
-        if np.linalg.eigvalsh(I)[0] < -1e-12 * max(1.0, np.abs(I).max()):
-            raise InputError("payload inertia must be positive semi-definite")
+        ev = np.linalg.eigvalsh(I)
+        tol = 1e-9 * max(1e-12, np.abs(ev).max())
+        if ev[0] < -tol:
+            raise InputError(f"payload inertia must be positive semi-definite, eigenvalues {ev}")
+        if ev[2] > ev[0] + ev[1] + tol:
+            raise InputError(f"payload inertia: principal moments {ev} violate the triangle "
+                             "inequality (no rigid body has them)")
         c.setflags(write=False)
         I = I.copy()
         I.setflags(write=False)
         payloads = dict(self._payloads)
         payloads[frame] = (m, c, I)
-        return self._copy(payloads=payloads, inert=self._inertias_with(payloads))
+        with np.errstate(all="ignore"):
+            inert = self._inertias_with(payloads)
+        if not np.isfinite(inert).all():
+            raise InputError(f"payload at {frame!r} (mass {m}, com {c}) overflows the body "
+                             "inertia to inf/NaN")
+        return self._copy(payloads=payloads, inert=inert)
 
     def without_payload(self, frame=None):
         """Copy without the payload at ``frame`` (None: without any). No payload there: same model."""
@@ -243,6 +254,8 @@ class RobotModel:
 
     def _fext(self, f_ext, f_ext_frame, N, single):
         if f_ext is None:
+            if f_ext_frame is not None:
+                self._frame(f_ext_frame)
             return -1, _EYE4, _NO_FEXT
         if f_ext_frame is None:
             raise InputError("f_ext given without f_ext_frame")
@@ -252,12 +265,37 @@ class RobotModel:
             raise InputError("f_ext must have shape (6,)" + ("" if single else f" or ({N}, 6)")
                              + f", got {f.shape}")
         if not np.isfinite(f).all():
-            raise InputError("f_ext has non-finite values")
+            idx = np.argwhere(~np.isfinite(f))[0]
+            raise InputError(f"f_ext[{', '.join(map(str, idx))}] is {f[tuple(idx)]}")
         return fb, X, np.ascontiguousarray(np.broadcast_to(f, (N, 6)))
 
     @staticmethod
     def _out(a, single):
         return a[0] if single else a
+
+    def _overflow(self, what, s, inputs):
+        """InputError for a result that overflowed to inf/NaN at state s, naming the largest
+        entry of each state argument (inputs: name -> (N, n) array)."""
+        parts = []
+        for name, a in inputs.items():
+            if a is None or a.size == 0:
+                continue
+            row = np.abs(a[s])
+            j = int(np.argmax(row))
+            if row[j] == 0:
+                continue
+            joint = f", joint {self.joint_names[j]!r}" if row.shape[0] == self.n else ""
+            parts.append(f"max |{name}| = {row[j]:.3g} ({name}[{j}]{joint})")
+        return InputError(
+            f"{what} overflowed to inf/NaN at state {s}: the inputs are too large ("
+            + "; ".join(parts) + ") or the model's gravity / inertias are")
+
+    def _finite(self, out, what, **inputs):
+        """out, or InputError (never a silent inf/NaN) if it is not finite."""
+        if not np.isfinite(out).all():
+            bad = ~np.isfinite(out.reshape(out.shape[0], -1)).all(axis=1)
+            raise self._overflow(what, int(np.argmax(bad)), inputs)
+        return out
 
     # ------------------------------------------------------------------ joint-state helper
     def vector_from_names(self, names, values, field="position", allow_extra=True):
@@ -267,11 +305,17 @@ class RobotModel:
         names (only if allow_extra is False; mimic joints are always accepted and ignored),
         and the joint whose value is not finite. ``field`` only labels the messages.
         """
+        if names is None or isinstance(names, (str, bytes)):
+            raise InputError(f"{field}: names must be a sequence of joint names, got {names!r}")
         names = list(names)
-        try:
-            vals = np.asarray(values, dtype=float).reshape(-1)
-        except (TypeError, ValueError):
-            raise InputError(f"{field}: values are not numbers") from None
+        bad = [nm for nm in names if not isinstance(nm, str)]
+        if bad:
+            raise InputError(f"{field}: joint names must be str, got {bad[0]!r}")
+        if values is None or isinstance(values, (str, bytes)):
+            raise InputError(f"{field}: values must be a sequence of numbers, got {values!r}")
+        vals = _as_float(values, field)
+        if vals.ndim != 1:
+            raise InputError(f"{field}: values must be 1-D, got shape {vals.shape}")
         if len(vals) != len(names):
             raise InputError(f"{field}: {len(names)} names but {len(vals)} values")
         index = {}
@@ -303,7 +347,7 @@ class RobotModel:
         Q, single = self._states(q, "q")
         out = np.empty_like(Q)
         K.batch_gravity(self._s.topo, self._s.geom, self._inert, self._gravity, Q, out)
-        return self._out(out, single)
+        return self._out(self._finite(out, "g(q)", q=Q), single)
 
     def coriolis_torques(self, q, qd):
         """C(q, qd) qd (n,): Coriolis and centrifugal torques (RNEA with qdd = 0, no gravity)."""
@@ -312,7 +356,7 @@ class RobotModel:
         out = np.empty_like(Q)
         K.batch_rnea(self._s.topo, self._s.geom, self._inert, np.zeros(3), Q, QD,
                      np.zeros_like(Q), -1, _EYE4, _NO_FEXT, out)
-        return self._out(out, single)
+        return self._out(self._finite(out, "C(q, qd) qd", q=Q, qd=QD), single)
 
     def coriolis_matrix(self, q, qd):
         """C(q, qd) (n, n), the Christoffel-symbol factorization: C qd = coriolis_torques,
@@ -321,20 +365,21 @@ class RobotModel:
         QD, _ = self._states(qd, "qd", like=np.shape(q))
         out = np.empty((Q.shape[0], self.n, self.n))
         K.batch_coriolis_matrix(self._s.topo, self._s.geom, self._inert, Q, QD, out)
-        return self._out(out, single)
+        return self._out(self._finite(out, "C(q, qd)", q=Q, qd=QD), single)
 
     def mass_matrix(self, q):
         """M(q) (n, n), symmetric positive definite joint-space inertia (CRBA). kg*m^2 / kg."""
         Q, single = self._states(q, "q")
         out = np.empty((Q.shape[0], self.n, self.n))
         K.batch_mass(self._s.topo, self._s.geom, self._inert, Q, out)
-        return self._out(out, single)
+        return self._out(self._finite(out, "M(q)", q=Q), single)
 
     def friction_torques(self, qd):
         """tau_fr = viscous * qd + coulomb * sign(qd) (n,) (sign(0) = 0)."""
         QD, single = self._states(qd, "qd")
-        out = self._viscous * QD + self._coulomb * np.sign(QD)
-        return self._out(out, single)
+        with np.errstate(over="ignore", invalid="ignore"):     # overflow is reported below
+            out = self._viscous * QD + self._coulomb * np.sign(QD)
+        return self._out(self._finite(out, "tau_fr(qd)", qd=QD), single)
 
     def inverse_dynamics(self, q, qd, qdd, friction=False, f_ext=None, f_ext_frame=None):
         """tau = M qdd + C qd + g [+ tau_fr(qd)] - J_f^T F_ext (RNEA), (n,).
@@ -348,9 +393,10 @@ class RobotModel:
         out = np.empty_like(Q)
         K.batch_rnea(self._s.topo, self._s.geom, self._inert, self._gravity, Q, QD, QDD,
                      fb, X, F, out)
-        if friction:
+        if _flag(friction, "friction"):
             out += self._viscous * QD + self._coulomb * np.sign(QD)
-        return self._out(out, single)
+        return self._out(self._finite(out, "inverse dynamics tau", q=Q, qd=QD, qdd=QDD,
+                                      f_ext=F), single)
 
     def forward_dynamics(self, q, qd, tau, friction=False, f_ext=None, f_ext_frame=None):
         """qdd = M^-1 (tau - C qd - g [- tau_fr(qd)] + J_f^T F_ext) by Cholesky solves, (n,).
@@ -361,18 +407,21 @@ class RobotModel:
         QD, _ = self._states(qd, "qd", like=np.shape(q))
         TAU, _ = self._states(tau, "tau", like=np.shape(q))
         fb, X, F = self._fext(f_ext, f_ext_frame, Q.shape[0], single)
-        if friction:
+        if _flag(friction, "friction"):
             TAU = TAU - (self._viscous * QD + self._coulomb * np.sign(QD))
         out = np.empty_like(Q)
         status = np.zeros(Q.shape[0], dtype=np.int64)
         K.batch_forward_dynamics(self._s.topo, self._s.geom, self._inert, self._gravity,
                                  Q, QD, TAU, fb, X, F, out, status)
-        self._check_mass(status)
+        self._check_status(status, "forward dynamics qdd", q=Q, qd=QD, tau=TAU, f_ext=F)
         return self._out(out, single)
 
-    def _check_mass(self, status):
+    def _check_status(self, status, what, **inputs):
+        """Kernel status per state: 0 ok, 1 M not positive definite, 2 overflow."""
         if status.any():
             s = int(np.argmax(status))
+            if status[s] == 2:
+                raise self._overflow(what, s, inputs)
             raise SingularConfigurationError(
                 f"mass matrix is not positive definite (state {s}): some joint moves no mass; "
                 f"joints with a massless subtree: {_tuple_names(self._massless_joints()) or 'none'}")
@@ -392,7 +441,7 @@ class RobotModel:
         fb, X = self._frame(frame)
         pose = np.empty((Q.shape[0], 4, 4))
         K.batch_kinematics(self._s.topo, self._s.geom, Q, fb, X, pose, pose, False)
-        return self._out(pose, single)
+        return self._out(self._finite(pose, f"pose of {frame!r}", q=Q), single)
 
     def jacobian(self, q, frame):
         """J (6, n): [v; w] = J qd, v the velocity of the frame ORIGIN, both in ROOT axes."""
@@ -401,7 +450,7 @@ class RobotModel:
         pose = np.empty((Q.shape[0], 4, 4))
         J = np.empty((Q.shape[0], 6, self.n))
         K.batch_kinematics(self._s.topo, self._s.geom, Q, fb, X, pose, J, True)
-        return self._out(J, single)
+        return self._out(self._finite(J, f"Jacobian of {frame!r}", q=Q), single)
 
     def frame_bias_acceleration(self, q, qd, frame):
         """Jdot qd (6,): the frame origin's classical acceleration [a; alpha] at qdd = 0, root axes."""
@@ -410,7 +459,7 @@ class RobotModel:
         fb, X = self._frame(frame)
         out = np.empty((Q.shape[0], 6))
         K.batch_bias_acceleration(self._s.topo, self._s.geom, Q, QD, fb, X, out)
-        return self._out(out, single)
+        return self._out(self._finite(out, f"Jdot qd of {frame!r}", q=Q, qd=QD), single)
 
     # ------------------------------------------------------------------ energies
     def kinetic_energy(self, q, qd):
@@ -426,22 +475,24 @@ class RobotModel:
         QD = np.zeros_like(Q) if qd is None else self._states(qd, "qd", like=np.shape(q))[0]
         out = np.empty((Q.shape[0], 2))
         K.batch_energy(self._s.topo, self._s.geom, self._inert, self._gravity, Q, QD, out)
-        return self._out(out, single)
+        return self._out(self._finite(out, "energy", q=Q, qd=QD), single)
 
     # ------------------------------------------------------------------ task-space inertia
     def _bundle(self, q, qd, frame, linear_only, damping, want_gc, want_os,
                 damping_condition=0.0):
         Q, single = self._states(q, "q")
-        QD = self._states(qd, "qd", like=np.shape(q))[0] if qd is not None else Q
+        if want_gc and qd is None:
+            raise InputError("qd is required (shape of q); pass zeros for a state at rest")
+        QD = self._states(qd, "qd", like=np.shape(q))[0] if want_gc else Q
         fb, X = self._frame(frame)
-        d = float(_as_float(damping, "damping"))
+        d = _real(damping, "damping")
         if not np.isfinite(d) or d < 0:
             raise InputError(f"damping must be finite and >= 0, got {damping!r}")
-        dc = float(_as_float(damping_condition, "damping_condition"))
+        dc = _real(damping_condition, "damping_condition")
         if np.isnan(dc) or dc < 0:
             raise InputError(f"damping_condition must be >= 0, got {damping_condition!r}")
         N, n = Q.shape
-        k = 3 if linear_only else 6
+        k = 3 if _flag(linear_only, "linear_only") else 6
         g = np.empty((N, n))
         c = np.empty((N, n))
         M = np.empty((N, n, n))
@@ -458,7 +509,8 @@ class RobotModel:
         K.batch_bundle(self._s.topo, self._s.geom, self._inert, self._gravity, Q, QD, fb, X,
                        0, k, d, dc, want_gc, want_os, g, c, M, J, A, Lam, cond, sing, ev, V,
                        mu, p, status)
-        self._check_mass(status)
+        self._check_status(status, f"J M^-1 J^T of {frame!r} (or g, C qd)", q=Q,
+                           qd=QD if want_gc else None)
         return single, dict(g=g, c=c, M=M, J=J, A=A, Lambda=Lam, cond=cond, singular=sing,
                             ev=ev, V=V, mu=mu, p=p)
 
@@ -511,10 +563,11 @@ class RobotModel:
         u = _as_float(u, "u")
         if u.shape not in ((3,), (6,)) or not np.isfinite(u).all():
             raise InputError(f"u must be a finite (3,) or (6,) direction, got shape {u.shape}")
-        nrm = np.linalg.norm(u)
-        if nrm == 0:
+        big = np.abs(u).max()
+        if big == 0:
             raise InputError("u must be a non-zero direction")
-        u = u / nrm
+        u = u / big                      # scale first: |u| of 1e300 entries must not overflow
+        u = u / np.linalg.norm(u)
         single, r = self._bundle(q, None, frame, u.shape == (3,), 0.0, False, False)
         A = r["A"]
         uau = np.einsum("i,nij,j->n", u, A, u)
@@ -564,10 +617,42 @@ class RobotModel:
 
 
 def _as_float(x, name):
+    """x as a float64 array. Integers are accepted; bools, complex numbers, strings, None and
+    ragged lists are not (InputError naming ``name``)."""
+    if type(x) is np.ndarray and x.dtype == np.float64:
+        return x                                        # fast path
     try:
-        return np.asarray(x, dtype=float)
+        a = np.asarray(x)
     except (TypeError, ValueError):
-        raise InputError(f"{name} must be numeric, got {type(x).__name__}") from None
+        raise InputError(f"{name} must be numeric, got a ragged or invalid "
+                         f"{type(x).__name__}") from None
+    kind = a.dtype.kind
+    if kind in "iuf":
+        return a.astype(float, copy=False)
+    if kind == "O" and a.size and all(isinstance(v, numbers.Real) and not isinstance(v, bool)
+                                      for v in a.flat):
+        return a.astype(float)                          # e.g. a list mixing int and np.float64
+    what = {"b": "booleans", "c": "complex numbers", "U": "strings", "S": "bytes"}.get(kind)
+    if what is None:
+        bad = next((v for v in a.flat if not isinstance(v, numbers.Real) or isinstance(v, bool)),
+                   x)
+        what = f"{type(bad).__name__} ({bad!r})"
+    raise InputError(f"{name} must be numeric, got {what}")
+
+
+def _real(x, name):
+    """A finite or infinite real scalar (not bool, not an array) -> float; InputError otherwise."""
+    a = _as_float(x, name)
+    if a.ndim != 0:
+        raise InputError(f"{name} must be a scalar, got shape {a.shape}")
+    return float(a)
+
+
+def _flag(x, name):
+    """A boolean option: bool, numpy bool or the integers 0 / 1 -> bool; InputError otherwise."""
+    if isinstance(x, (bool, np.bool_)) or (isinstance(x, (int, np.integer)) and x in (0, 1)):
+        return bool(x)
+    raise InputError(f"{name} must be a bool, got {x!r}")
 
 
 def _vector3(x, name):

@@ -62,6 +62,9 @@ def _floats(elem, attr, count, default, where):
     text = elem.get(attr) if elem is not None else None
     if text is None:
         return np.array(default, dtype=float)
+    if "${" in text or "$(" in text:
+        raise URDFError(f"{where}: attribute {attr}={text!r} is an unexpanded xacro expression; "
+                        "run xacro on the file first")
     try:
         vals = [float(s) for s in text.split()]
     except ValueError:
@@ -73,9 +76,19 @@ def _floats(elem, attr, count, default, where):
     return np.array(vals)
 
 
+def _child(elem, tag, where):
+    """The single <tag> child of elem (None if absent); URDFError if there are several."""
+    if elem is None:
+        return None
+    found = elem.findall(tag)
+    if len(found) > 1:
+        raise URDFError(f"{where} has {len(found)} <{tag}> elements, expected at most one")
+    return found[0] if found else None
+
+
 def _origin(elem, where):
     """4x4 transform of an <origin xyz rpy> child (identity if absent). rpy: R = Rz Ry Rx."""
-    o = elem.find("origin") if elem is not None else None
+    o = _child(elem, "origin", where)
     X = np.eye(4)
     if o is not None:
         X[:3, 3] = _floats(o, "xyz", 3, (0, 0, 0), where + " <origin>")
@@ -91,25 +104,27 @@ def _scalar(elem, attr, default, where):
 def _parse_inertial(link):
     """-> (mass, com (3), I_com (3x3)) in the LINK frame, or None if no <inertial>."""
     name = link.get("name")
-    inertial = link.find("inertial")
+    inertial = _child(link, "inertial", f"link '{name}'")
     if inertial is None:
         return None
     where = f"link '{name}' <inertial>"
-    m_el = inertial.find("mass")
+    m_el = _child(inertial, "mass", where)
     if m_el is None or m_el.get("value") is None:
         raise URDFError(f"{where}: missing <mass value=...>")
     mass = _scalar(m_el, "value", 0.0, where + " <mass>")
     if mass < 0:
         raise URDFError(f"{where}: negative mass {mass}")
     X = _origin(inertial, where)
-    i_el = inertial.find("inertia")
+    i_el = _child(inertial, "inertia", where)
     keys = ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")
     v = {k: (_scalar(i_el, k, 0.0, where + " <inertia>") if i_el is not None else 0.0) for k in keys}
     I = np.array([[v["ixx"], v["ixy"], v["ixz"]],
                   [v["ixy"], v["iyy"], v["iyz"]],
                   [v["ixz"], v["iyz"], v["izz"]]])
     ev = np.linalg.eigvalsh(I)
-    tol = 1e-9 * max(1e-12, float(np.abs(ev).max()))
+    # relative tolerance, plus 1e-15 kg m^2 of absolute round-off (exported URDFs carry
+    # entries like ixy = 1.4e-20 on otherwise zero inertias)
+    tol = 1e-9 * float(np.abs(ev).max()) + 1e-15
     if ev[0] < -tol:
         raise URDFError(f"{where}: inertia is not positive (semi-)definite, eigenvalues {ev}")
     if ev[2] > ev[0] + ev[1] + tol:
@@ -142,9 +157,15 @@ def parse_urdf(xml: str, root_link: str | None = None) -> Structure:
     try:
         robot = ET.fromstring(xml)
     except ET.ParseError as e:
-        raise URDFError(f"invalid URDF XML: {e}") from None
+        hint = " (unexpanded xacro? run xacro on the file first)" if "xacro" in xml else ""
+        raise URDFError(f"invalid URDF XML: {e}{hint}") from None
     if robot.tag != "robot":
         raise URDFError(f"URDF root element is <{robot.tag}>, expected <robot>")
+    for el in robot.iter():
+        if isinstance(el.tag, str) and el.tag.startswith("{") and "xacro" in el.tag:
+            raise URDFError(f"unexpanded xacro element <xacro:{el.tag.split('}')[1]}"
+                            + (f" name={el.get('name')!r}" if el.get("name") else "")
+                            + ">; run xacro on the file first")
 
     links = {}
     for el in robot.findall("link"):
@@ -231,13 +252,16 @@ def parse_urdf(xml: str, root_link: str | None = None) -> Structure:
         if jtype == "fixed":
             frames[child] = (pbody, X_pb_parent @ X_origin)
             continue
-        axis = _floats(el.find("axis"), "xyz", 3, (1, 0, 0), where + " <axis>")
-        norm = np.linalg.norm(axis)
-        if norm < 1e-12:
+        axis = _floats(_child(el, "axis", where), "xyz", 3, (1, 0, 0), where + " <axis>")
+        norm = np.linalg.norm(axis / max(np.abs(axis).max(), 1e-300))   # no overflow for 1e300
+        if np.abs(axis).max() < 1e-12:
             raise URDFError(f"{where} has a zero <axis>")
-        lim = el.find("limit")
-        dyn = el.find("dynamics")
-        mim = el.find("mimic")
+        axis = axis / np.abs(axis).max() / norm
+        lim = _child(el, "limit", where)
+        dyn = _child(el, "dynamics", where)
+        mim = _child(el, "mimic", where)
+        if mim is not None and not mim.get("joint"):
+            raise URDFError(f"{where} <mimic> has no joint attribute")
         b = len(bodies)
         body_of_joint[j] = b
         frames[child] = (b, np.eye(4))
@@ -249,10 +273,12 @@ def parse_urdf(xml: str, root_link: str | None = None) -> Structure:
             hi = _scalar(lim, "upper", np.inf, where + " <limit>") if lim is not None else np.inf
             if lim is not None and lim.get("lower") is None and lim.get("upper") is None:
                 lo, hi = -np.inf, np.inf
+            if lo > hi:
+                raise URDFError(f"{where} <limit>: lower {lo} > upper {hi}")
         bodies.append(dict(
             joint=j, link=child, parent=pbody,
             jtype=PRISMATIC if jtype == "prismatic" else REVOLUTE,
-            axis=axis / norm, X_tree=X_tree,
+            axis=axis, X_tree=X_tree,
             effort=_scalar(lim, "effort", np.inf, where + " <limit>") if lim is not None else np.inf,
             velocity=_scalar(lim, "velocity", np.inf, where + " <limit>") if lim is not None else np.inf,
             lower=lo, upper=hi,
@@ -265,6 +291,8 @@ def parse_urdf(xml: str, root_link: str | None = None) -> Structure:
         ))
         if bodies[-1]["damping"] < 0 or bodies[-1]["friction"] < 0:
             raise URDFError(f"{where} <dynamics>: negative damping or friction")
+        if bodies[-1]["effort"] < 0 or bodies[-1]["velocity"] < 0:
+            raise URDFError(f"{where} <limit>: negative effort or velocity")
 
     # mimic joints -> (master q index, multiplier, offset), resolved transitively
     def resolve(b, seen):
@@ -313,7 +341,12 @@ def parse_urdf(xml: str, root_link: str | None = None) -> Structure:
         geom[b, 3:12] = body["X_tree"][:3, :3].ravel()
         geom[b, 12:15] = body["X_tree"][:3, 3]
         geom[b, 15:17] = (mult, off)
-        m, c, I = _combine(parts[b]) if parts[b] else (0.0, np.zeros(3), np.zeros((3, 3)))
+        with np.errstate(all="ignore"):
+            m, c, I = _combine(parts[b]) if parts[b] else (0.0, np.zeros(3), np.zeros((3, 3)))
+        if not (np.isfinite(m) and np.isfinite(c).all() and np.isfinite(I).all()):
+            raise URDFError(f"link '{body['link']}': the inertia lumped from its links "
+                            f"({', '.join(lk for lk in sub_links if frames[lk][0] == b)}) "
+                            "overflows to inf/NaN (masses, com or inertias too large)")
         inert[b, 0], inert[b, 1:4], inert[b, 4:13] = m, c, I.ravel()
     for a in (topo, geom, inert):
         a.setflags(write=False)
