@@ -436,7 +436,9 @@ class RobotModel:
 
     # ------------------------------------------------------------------ kinematics
     def frame_pose(self, q, frame):
-        """X_root_frame (4, 4) homogeneous transform of ``frame`` (a link) in the root frame."""
+        """X_root_frame (4, 4): pose of ``frame`` (a link) in the root frame, translation in m.
+
+        q (n,) or (N, n) -> (4, 4) or (N, 4, 4)."""
         Q, single = self._states(q, "q")
         fb, X = self._frame(frame)
         pose = np.empty((Q.shape[0], 4, 4))
@@ -444,7 +446,8 @@ class RobotModel:
         return self._out(self._finite(pose, f"pose of {frame!r}", q=Q), single)
 
     def jacobian(self, q, frame):
-        """J (6, n): [v; w] = J qd, v the velocity of the frame ORIGIN, both in ROOT axes."""
+        """J (6, n): [v; w] = J qd, v (m/s) the velocity of the frame ORIGIN, w (rad/s), both
+        in ROOT axes (Pinocchio's LOCAL_WORLD_ALIGNED). q (N, n) -> (N, 6, n)."""
         Q, single = self._states(q, "q")
         fb, X = self._frame(frame)
         pose = np.empty((Q.shape[0], 4, 4))
@@ -453,7 +456,8 @@ class RobotModel:
         return self._out(self._finite(J, f"Jacobian of {frame!r}", q=Q), single)
 
     def frame_bias_acceleration(self, q, qd, frame):
-        """Jdot qd (6,): the frame origin's classical acceleration [a; alpha] at qdd = 0, root axes."""
+        """Jdot qd (6,): the frame origin's classical acceleration [a; alpha] (m/s^2, rad/s^2) at
+        qdd = 0, root axes (not the spatial acceleration). (N, n) states -> (N, 6)."""
         Q, single = self._states(q, "q")
         QD, _ = self._states(qd, "qd", like=np.shape(q))
         fb, X = self._frame(frame)
@@ -463,11 +467,11 @@ class RobotModel:
 
     # ------------------------------------------------------------------ energies
     def kinetic_energy(self, q, qd):
-        """T = 1/2 qd^T M(q) qd, J."""
+        """T = 1/2 qd^T M(q) qd, J. () per state, (N,) for a batch."""
         return self._energy(q, qd)[..., 0]
 
     def potential_energy(self, q):
-        """U = -sum_k m_k g . c_k (root origin as reference), J; g(q) = dU/dq."""
+        """U = -sum_k m_k g . c_k (root origin as reference), J; g(q) = dU/dq. () or (N,)."""
         return self._energy(q, None)[..., 1]
 
     def _energy(self, q, qd):
@@ -525,12 +529,15 @@ class RobotModel:
     def inverse_effective_inertia(self, q, frame, linear_only=False):
         """A = J M^-1 J^T (6, 6) or (3, 3) with linear_only, by Cholesky solves against M.
 
-        Always finite (also at singularities, where it loses rank)."""
+        J of the frame origin in root axes ([v; w] rows); units 1/kg (linear block),
+        1/(kg m^2) (angular). Always finite (also at singularities, where it loses rank).
+        (N, n) states -> (N, k, k)."""
         single, r = self._bundle(q, None, frame, linear_only, 0.0, False, False)
         return self._out(r["A"], single)
 
     def effective_inertia(self, q, frame, linear_only=False, damping=0.0, damping_condition=0.0):
-        """Lambda = (J M^-1 J^T)^-1 (6, 6) or (3, 3): operational-space inertia of the frame origin.
+        """Lambda = (J M^-1 J^T)^-1 (6, 6) or (3, 3): operational-space inertia of the frame origin,
+        root axes, rows/columns [v; w]: kg (linear block), kg m^2 (angular). (N, n) -> (N, k, k).
 
         Singular A (cond > 1e12 or its Cholesky fails) raises SingularConfigurationError
         unless damping > 0, which returns V diag(s / (s^2 + damping^2)) V^T (finite).
@@ -557,7 +564,8 @@ class RobotModel:
                                 self._out(r["cond"], single), self._out(r["singular"], single))
 
     def effective_mass(self, q, frame, u):
-        """m_u = 1 / (u^T A u) along the unit direction u ((3,) linear or (6,) [v; w]), kg.
+        """m_u = 1 / (u^T A u) along the direction u ((3,) linear or (6,) [v; w], root axes; scaled
+        to unit length, any non-zero finite size), kg (or kg m^2 for a pure rotation). () or (N,).
 
         +inf where u lies in the singular subspace (u^T A u <= 1e-12 trace(A))."""
         u = _as_float(u, "u")
@@ -578,7 +586,9 @@ class RobotModel:
 
     def operational_space(self, q, qd, frame, linear_only=False, damping=0.0):
         """(Lambda, mu, p): F = Lambda xdd + mu + p, mu = Lambda (J M^-1 C qd - Jdot qd),
-        p = Lambda J M^-1 g. Singular states raise as in effective_inertia unless damping > 0."""
+        p = Lambda J M^-1 g. Shapes (k, k), (k,), (k,) (N leading for a batch); root axes,
+        [f; n] rows (N, N*m). qd is required. Singular states raise as in effective_inertia
+        unless damping > 0."""
         single, r = self._bundle(q, qd, frame, linear_only, damping, True, True)
         if damping == 0:
             self._raise_if_singular(r, frame)
@@ -586,6 +596,10 @@ class RobotModel:
 
     def compute_all(self, q, qd, frame, linear_only=False, damping=0.0, damping_condition=0.0):
         """DynamicsTerms(g, c, M, J, A, Lambda, condition_number, singular) in one call.
+
+        g = g(q), c = C(q, qd) qd (n,); M (n, n); J (k, n) of the frame origin in root axes;
+        A = J M^-1 J^T and Lambda = A^-1 (k, k); k = 3 with linear_only else 6; a leading N
+        for (N, n) states. qd is required.
 
         Never raises for singular states: Lambda is then the pseudo-inverse of A over the
         eigenvalues above 1e-12 of the largest (damping == 0) or the damped inverse, and
