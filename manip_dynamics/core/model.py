@@ -656,6 +656,8 @@ def _as_float(x, name):
 
 def _real(x, name):
     """A finite or infinite real scalar (not bool, not an array) -> float; InputError otherwise."""
+    if type(x) is float or type(x) is int:
+        return float(x)                                 # fast path (bool is not int here)
     a = _as_float(x, name)
     if a.ndim != 0:
         raise InputError(f"{name} must be a scalar, got shape {a.shape}")
