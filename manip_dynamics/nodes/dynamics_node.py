@@ -24,6 +24,7 @@ Run: ``ros2 run manip_dynamics dynamics_node --ros-args -p urdf_file:=arm.urdf``
 from __future__ import annotations
 
 import array
+import math
 import threading
 import time
 import traceback
@@ -45,7 +46,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, Header, String
 from visualization_msgs.msg import MarkerArray
 
-from manip_dynamics.core.errors import InputError, ManipDynamicsError
+from manip_dynamics.core.errors import InputError, ManipDynamicsError, URDFError
 from manip_dynamics.core.model import RobotModel
 from manip_dynamics.nodes import markers
 from manip_dynamics.nodes.runner import run_node
@@ -63,6 +64,7 @@ from manip_dynamics_interfaces.msg import Dynamics
 
 NODE_NAME = "dynamics_node"
 WARNING_PERIOD = 5.0     # s: a repeated input problem is logged at most this often
+FUTURE_STAMP_LIMIT = 60.0  # s: joint_states stamped further ahead of the node's clock are skipped
 
 
 class ConfigurationError(RuntimeError):
@@ -100,7 +102,14 @@ class _ThrottledLog:
             self._last[key] = (now, 0)
         if held:
             text += f" ({held} more like this in the last {now - last:.0f} s)"
-        getattr(self._logger, level)(text)
+        # One call line per severity: rclpy's logger remembers the severity of each call
+        # site and raises ValueError if one line logs at two severities.
+        if level == "error":
+            self._logger.error(text)
+        elif level == "warning":
+            self._logger.warning(text)
+        else:
+            self._logger.info(text)
 
 
 def _joint_state(header: Header, names, q, qd, effort) -> JointState:
@@ -116,6 +125,22 @@ def _f64(a) -> array.array:
     out = array.array("d")
     out.frombytes(np.ascontiguousarray(a, dtype=np.float64).tobytes(order="C"))
     return out
+
+
+def _first_non_finite(**arrays) -> Optional[str]:
+    """The name of the first array holding NaN or inf (None if all are finite)."""
+    for name, a in arrays.items():
+        if a is not None and not np.all(np.isfinite(a)):
+            return name
+    return None
+
+
+def _check_description(model: RobotModel) -> None:
+    """Refuse a description that parses but leaves nothing to compute (the core accepts
+    a robot whose joints are all fixed; this node would publish empty messages for it)."""
+    if model.n == 0:
+        raise URDFError("the robot description has no movable joints (every joint is "
+                        "fixed): there are no dynamics to compute")
 
 
 def _read_text(path: str) -> str:
@@ -255,6 +280,7 @@ class DynamicsNode(Node):
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
                 model = RobotModel.from_urdf_string(xml, root_link=root_link or None)
+            _check_description(model)
             for warning in caught:              # e.g. MasslessLinkWarning: into the ROS log
                 self.get_logger().warning(f"robot description: {warning.message}")
             if len(self._parsed) >= 4:          # a few recent parses, for quick switches
@@ -433,13 +459,20 @@ class DynamicsNode(Node):
         model = snapshot.model
 
         stamp_ns = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
+        now_ns = self.get_clock().now().nanoseconds
         max_age = float(state.values["max_state_age"])
         if max_age > 0.0:
-            age = (self.get_clock().now().nanoseconds - stamp_ns) * 1e-9
+            age = (now_ns - stamp_ns) * 1e-9
             if age > max_age:
                 self._skip("stale", f"stale: its stamp is {age:.3f} s old "
                                     f"(max_state_age = {max_age} s)")
                 return
+        ahead = (stamp_ns - now_ns) * 1e-9
+        if now_ns > 0 and ahead > FUTURE_STAMP_LIMIT:   # (sim time before /clock: 0)
+            self._skip("future", f"from the future: its stamp is {ahead:.3f} s ahead of this "
+                                 f"node's clock (limit {FUTURE_STAMP_LIMIT:.0f} s; clocks "
+                                 "not synchronised?)")
+            return
         last = self._last_stamp_ns
         if last is not None and stamp_ns < last:
             self._skip("out-of-order", f"out of order: its stamp is {(last - stamp_ns) * 1e-9:.6f} "
@@ -461,8 +494,21 @@ class DynamicsNode(Node):
                 terms = model.compute_all(q, qd, snapshot.tip_frame, damping=snapshot.damping,
                                           damping_condition=snapshot.singular_condition)
                 g = terms.g
+        except InputError as exc:     # finite values so large that the results overflow
+            self._skip("overflow", f"the dynamics overflowed: {exc}")
+            return
         except ManipDynamicsError as exc:
             self._skip("compute:" + type(exc).__name__, f"the dynamics failed: {exc}", "error")
+            return
+        # Finite inputs can still overflow (1e308 on a prismatic joint, qd**2 in C qd):
+        # never publish NaN or inf.
+        bad = (_first_non_finite(g=g) if terms is None else _first_non_finite(
+            g=terms.g, c=terms.c, M=terms.M, J=terms.J, Lambda=terms.Lambda, A=terms.A))
+        if bad is None and terms is not None and math.isnan(float(terms.condition_number)):
+            bad = "condition_number"                # (inf is documented: singular)
+        if bad is not None:
+            self._skip("overflow:" + bad, f"the dynamics overflowed: {bad} is not finite "
+                                          "(joint values too large?)")
             return
         self._publish(snapshot, msg.header, q, qd, np.asarray(g, dtype=float), terms)
         self._last_stamp_ns = stamp_ns
@@ -519,6 +565,9 @@ class DynamicsNode(Node):
                         snapshot, q, Header(stamp=in_header.stamp,
                                             frame_id=snapshot.model.root_link)))
                     self._last_marker_time = now
+        except (ManipDynamicsError, markers.MarkerError) as exc:   # e.g. overflowing q
+            self._throttled("warning", "markers:" + type(exc).__name__,
+                            f"~/inertia_markers not published: {exc}")
         except Exception:
             self._throttled("error", "markers", "~/inertia_markers not published:\n"
                             + traceback.format_exc())

@@ -44,6 +44,10 @@ link's x-y plane at ``x = -BAR_OFFSET``, ``y = (i - (n-1)/2) * BAR_SPACING``, he
 ellipsoid by cond(M). ``mass_matrix_label`` / 0, TEXT_VIEW_FACING lists the values.
 When ``show_mass_matrix`` is false those namespaces are not sent: the node publishes a
 DELETEALL whenever the marker options change, so switching the option off clears the bars.
+
+Never garbage: if a pose, scale or colour would not be finite (a joint value so large that
+the tip position overflows, an absurd ``markers.scale``), ``inertia_marker_array`` raises
+``MarkerError`` instead of returning the array; the node then skips that update.
 """
 from __future__ import annotations
 
@@ -69,6 +73,10 @@ BAR_WIDTH_PER_SCALE = 0.5    # bar footprint = 0.5 * markers.scale metres
 BAR_SPACING_PER_SCALE = 1.0  # centre-to-centre distance of the bars, * markers.scale
 BAR_OFFSET = 0.5             # m behind the root origin (-x)
 TEXT_HEIGHT_PER_SCALE = 0.4  # text height = 0.4 * markers.scale metres
+
+
+class MarkerError(ValueError):
+    """The markers for this state would hold NaN or inf (the message says where)."""
 
 
 # --------------------------------------------------------------------------- mapping
@@ -227,7 +235,18 @@ def inertia_marker_array(snapshot, q, header: Header) -> MarkerArray:
         text.color = ColorRGBA(r=1.0, g=1.0, b=1.0, a=1.0)
         text.text = "eig M(q): " + ", ".join(_fmt(float(v)) for v in mu)
         out.markers.append(text)
+    _check_finite(out)
     return out
+
+
+def _check_finite(array: MarkerArray) -> None:
+    for m in array.markers:
+        p, o, s, c = m.pose.position, m.pose.orientation, m.scale, m.color
+        numbers = (p.x, p.y, p.z, o.x, o.y, o.z, o.w, s.x, s.y, s.z, c.r, c.g, c.b, c.a)
+        if not all(math.isfinite(x) for x in numbers):
+            raise MarkerError(f"marker {m.ns}/{m.id} would not be finite (pose {p.x:g} "
+                              f"{p.y:g} {p.z:g}, scale {s.x:g} {s.y:g} {s.z:g}): joint "
+                              "values or markers.scale too large?")
 
 
 def delete_all(header: Header) -> MarkerArray:

@@ -25,6 +25,12 @@ or point at fault (the core's ``InputError`` / ``UnknownFrameError`` messages ar
 on). Any other exception is logged with its traceback and answered the same way: a handler
 never raises into the executor, so a bad request can never take the node down.
 
+Never garbage: finite requests can still overflow (1e308 on a prismatic joint, a huge
+velocity squared in C qd, a payload of 1e308 kg). Before a response goes out, every float
+field is checked; NaN, or inf outside the fields documented to hold it (``MAY_BE_INF``:
+eigenvalues and condition numbers at singularities, missing URDF effort limits), turns the
+answer into ``success=false`` naming the field.
+
 Conventions are the core's (docs/design.md): ``tau = M qdd + C qd + g + tau_fr - J^T F``,
 vectors in the model's joint order (returned as ``joint_names``), matrices row-major.
 
@@ -65,8 +71,29 @@ NO_MODEL_MESSAGE = (
 )
 
 
+# Response fields documented to hold inf (never NaN); every other float must be finite.
+MAY_BE_INF = {
+    GetEffectiveInertia.Response: ("eigenvalues", "condition_number"),
+    GetMassMatrix.Response: ("condition_number",),
+    GetTrajectoryTorques.Response: ("effort_limit",),
+}
+
+
 class RequestError(ValueError):
     """A request the service cannot answer; the message names the field at fault."""
+
+
+def _check_finite_response(response) -> None:
+    """RequestError naming the first float field with NaN (or an undocumented inf)."""
+    may_be_inf = MAY_BE_INF.get(type(response), ())
+    for field, kind in response.get_fields_and_field_types().items():
+        if "double" not in kind:
+            continue
+        values = np.atleast_1d(np.asarray(getattr(response, field), dtype=float))
+        if np.any(np.isnan(values)) or (field not in may_be_inf
+                                        and not np.all(np.isfinite(values))):
+            raise RequestError(f"the result overflowed: {field} is not finite (the request's "
+                               "values are too large)")
 
 
 def _error_text(exc: BaseException) -> str:
@@ -228,6 +255,7 @@ class DynamicsServices:
                 return response
             try:
                 handler(snapshot, request, response)
+                _check_finite_response(response)
                 response.success = True
             except (RequestError, InputError, UnknownFrameError, SingularConfigurationError,
                     ManipDynamicsError) as exc:
@@ -289,6 +317,9 @@ class DynamicsServices:
         model = snapshot.model
         q = joint_vector(model, req.joint_names, req.position, "position")
         m = np.asarray(model.mass_matrix(q), dtype=float)
+        if not np.all(np.isfinite(m)):        # eigvalsh would answer NaN
+            raise RequestError("the result overflowed: mass_matrix is not finite (the "
+                               "request's values are too large)")
         eig = np.linalg.eigvalsh(m)
         res.joint_names = list(model.joint_names)
         res.mass_matrix = _flat(m)
