@@ -67,33 +67,35 @@ def test_colcon_builds_both_packages(tmp_path):
     assert (install / "manip_dynamics" / "share" / "ament_index" / "resource_index"
             / "packages" / "manip_dynamics").is_file()
 
-    # In the sourced install space: the interfaces come from the workspace (not from the
-    # venv's own copy), and the console script's entry point names the right module.
+    # In the sourced install space: the interfaces, the package and its entry-point metadata
+    # come from the workspace (the venv has its own copies of all three, which must lose).
     probe = r"""
-import importlib.metadata, importlib.util, sys
+import importlib.metadata, importlib.util
 import manip_dynamics_interfaces.srv as srv
 from manip_dynamics_interfaces.msg import Dynamics
 from manip_dynamics_interfaces.srv import GetMassMatrix, GetTrajectoryTorques
 print("SRV", srv.__file__)
 req = GetMassMatrix.Request(joint_names=["a", "b"], position=[0.5, -0.5])
 assert list(req.position) == [0.5, -0.5]
-eps = [e for e in importlib.metadata.entry_points(group="console_scripts")
-       if e.name == "dynamics_node"]
-print("EP", [e.value for e in eps])
-assert any(e.value == "manip_dynamics.nodes.dynamics_node:main" for e in eps), eps
-print("MODULE", importlib.util.find_spec("manip_dynamics.nodes.dynamics_node") is not None)
+print("MODULE", importlib.util.find_spec("manip_dynamics.nodes.dynamics_node").origin)
+dist = importlib.metadata.distribution("manip_dynamics")
+print("DIST", dist.locate_file(""))
+eps = {e.name: e.value for e in dist.entry_points if e.group == "console_scripts"}
+print("EP", eps.get("dynamics_node"))
 """
     check = subprocess.run(
-        ["bash", "-c", 'source install/setup.bash && "$0" -c "$1" && command -v dynamics_node || true',
-         sys.executable, probe],
+        ["bash", "-c", 'source install/setup.bash && "$0" -c "$1"', sys.executable, probe],
         cwd=ws, env=env, stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120,
     )
     assert check.returncode == 0, check.stdout
     lines = dict(line.split(" ", 1) for line in check.stdout.splitlines()
-                 if line.startswith(("SRV ", "EP ", "MODULE ")))
-    assert lines["SRV"].startswith(str(install / "manip_dynamics_interfaces")), check.stdout
-    # The generated console script runs that entry point with the venv's python.
+                 if line.startswith(("SRV ", "MODULE ", "DIST ", "EP ")))
+    for key, prefix in (("SRV", "manip_dynamics_interfaces"), ("MODULE", "manip_dynamics"),
+                        ("DIST", "manip_dynamics")):
+        assert lines[key].startswith(str(install / prefix) + os.sep), check.stdout
+    assert lines["EP"] == "manip_dynamics.nodes.dynamics_node:main", check.stdout
+    # The generated console script (what `ros2 run` executes) is a Python script naming it.
     text = script.read_text()
     assert text.startswith("#!") and "python" in text.splitlines()[0], text[:200]
     assert "dynamics_node" in text, text

@@ -349,9 +349,20 @@ def section_applies(node_key: str, node_name: str, namespace: str = "") -> bool:
     if key in ("**", "*"):
         return True
     full = f"{namespace.strip('/')}/{node_name}".strip("/")
-    if key.startswith("**/"):
-        return full.endswith(key[3:])
+    if key.startswith("**/"):                 # any namespace, whole name segments only
+        return full == key[3:] or full.endswith("/" + key[3:])
     return key == full
+
+
+def test_section_matching_is_by_whole_names():
+    assert section_applies("/**", "dynamics_node")
+    assert section_applies("dynamics_node", "dynamics_node")
+    assert section_applies("/arm1/dynamics_node", "dynamics_node", "/arm1")
+    assert section_applies("/**/dynamics_node", "dynamics_node", "/arm1")
+    assert section_applies("/**/dynamics_node", "dynamics_node")
+    assert not section_applies("/**/dynamics_node", "left_dynamics_node")
+    assert not section_applies("dynamics_node", "dynamics_node", "/arm1")
+    assert not section_applies("arm_simulator", "dynamics_node")
 
 
 def node_name_of(spec: NodeSpec, default_names: dict[str, str]) -> str:

@@ -79,6 +79,8 @@ def test_other_domain_is_not_heard(node_process, ros_node, ros_domain_id):
         assert not client.wait_for_service(timeout_sec=2.0)
     finally:
         ros_node.destroy_client(client)
+    # the server was up all along: not heard because of the domain, not because it died
+    ros_utils.assert_running(proc)
 
 
 def test_wait_for_message_helper(node_process, ros_node):
@@ -99,13 +101,12 @@ def test_wait_for_message_helper(node_process, ros_node):
 
 
 def test_helpers_fail_fast_when_the_node_process_died(node_process, ros_node):
-    import time
-
+    """A dead process ends the wait with an AssertionError naming its exit code. Waiting
+    out the timeout would raise TimeoutError instead, so no clock is needed to tell the two
+    apart; the timeout is long so that only the process check can end the wait."""
     from manip_dynamics_interfaces.srv import GetMassMatrix
 
     proc = node_process(["this"])  # `python -m this`: prints and exits at once
-    start = time.monotonic()
     with pytest.raises(AssertionError, match="exited with code 0"):
         ros_utils.call_service(ros_node, GetMassMatrix, "nobody_serves_this",
-                               GetMassMatrix.Request(), timeout=30.0, process=proc)
-    assert time.monotonic() - start < 10.0
+                               GetMassMatrix.Request(), timeout=600.0, process=proc)

@@ -23,12 +23,15 @@ def _sim(name, q0, integrator="rk4", viscous=0.0, coulomb=0.0):
     return sim
 
 
-def _energy_trace(sim, seconds, h=1e-3, every=10):
+def _energy_trace(sim, seconds, h=1e-3, every=10, potentials=None):
+    """E = T + V every ``every`` steps; V is appended to ``potentials`` if given."""
     energies = [sim.energy()]
     tau = np.zeros(sim.n)
     for _ in range(int(round(seconds / h / every))):
         sim.advance(tau, h, every)
         energies.append(sim.energy())
+        if potentials is not None:
+            potentials.append(sim.model.potential_energy(sim.q))
     return np.array(energies)
 
 
@@ -38,11 +41,14 @@ def _energy_trace(sim, seconds, h=1e-3, every=10):
     ("panda", [0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785]),
 ])
 def test_rk4_conserves_energy_of_the_passive_arm(name, q0):
+    """Relative to the energy exchanged between T and V (the range of V along the motion;
+    measured: 2R 1e-9, RP 1e-12, Panda 2e-7)."""
     sim = _sim(name, q0)
-    e = _energy_trace(sim, 3.0)
-    swing = np.ptp([sim.model.potential_energy(q0), e[0]]) + abs(e[0]) + 1.0
+    potentials = [sim.model.potential_energy(sim.q)]
+    e = _energy_trace(sim, 3.0, potentials=potentials)
+    swing = np.ptp(potentials)
+    assert swing > 1.0                                        # J: it really moved
     assert np.max(np.abs(e - e[0])) < 1e-6 * swing
-    assert np.max(np.abs(sim.q - np.asarray(q0))) > 0.1      # it really moved
 
 
 def test_semi_implicit_euler_energy_error_is_bounded():

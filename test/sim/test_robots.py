@@ -58,7 +58,10 @@ def test_planar_2r_gravity_matches_the_seed_closed_form():
 
 def test_planar_rp_mass_matrix_matches_the_seed_closed_form():
     model = RobotModel.from_urdf_file(robots.path("planar_rp"))
-    h_bar = 0.0603125 + 2.0 * 0.3 ** 2 + 0.00166667
+    # link 1: 2 kg rod, 0.6 m, radius 0.025 m, CoM 0.3 m out; link 2: 1 kg 0.1 m cube at r
+    h1 = 2.0 * (3 * 0.025 ** 2 + 0.6 ** 2) / 12
+    h2 = 1.0 * (0.1 ** 2 + 0.1 ** 2) / 12
+    h_bar = h1 + 2.0 * 0.3 ** 2 + h2              # the URDF rounds h2 to 8 digits
     for theta, r in [(0.0, 0.2), (0.7, 0.55), (-2.0, 1.0)]:
         np.testing.assert_allclose(model.mass_matrix([theta, r]),
                                    [[h_bar + 1.0 * r ** 2, 0.0], [0.0, 1.0]], atol=1e-8)
