@@ -47,6 +47,12 @@ class MasslessLinkWarning(UserWarning):
     """Links without <inertial> were treated as massless."""
 
 
+class InertiaWarning(UserWarning):
+    """Link inertias whose principal moments violate the triangle inequality
+    (I3 <= I1 + I2): no rigid body has them, but they are positive semi-definite, so M(q)
+    stays positive (semi-)definite; they are loaded as given. Common in exported URDFs."""
+
+
 __all__ = [
     "ManipDynamicsError",
     "URDFError",
@@ -55,4 +61,5 @@ __all__ = [
     "UnknownFrameError",
     "SingularConfigurationError",
     "MasslessLinkWarning",
+    "InertiaWarning",
 ]

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from .errors import MasslessLinkWarning, UnsupportedJointError, URDFError
+from .errors import InertiaWarning, MasslessLinkWarning, UnsupportedJointError, URDFError
 
 MOVING = ("revolute", "continuous", "prismatic")
 KNOWN = MOVING + ("fixed", "floating", "planar")
@@ -101,8 +101,11 @@ def _scalar(elem, attr, default, where):
     return float(_floats(elem, attr, 1, (default,), where)[0])
 
 
-def _parse_inertial(link):
-    """-> (mass, com (3), I_com (3x3)) in the LINK frame, or None if no <inertial>."""
+def _parse_inertial(link, unphysical=None):
+    """-> (mass, com (3), I_com (3x3)) in the LINK frame, or None if no <inertial>.
+
+    A tensor that is not positive semi-definite is an error; one that only violates the
+    triangle inequality is appended to ``unphysical`` (the caller warns once)."""
     name = link.get("name")
     inertial = _child(link, "inertial", f"link '{name}'")
     if inertial is None:
@@ -127,8 +130,8 @@ def _parse_inertial(link):
     tol = 1e-9 * float(np.abs(ev).max()) + 1e-15
     if ev[0] < -tol:
         raise URDFError(f"{where}: inertia is not positive (semi-)definite, eigenvalues {ev}")
-    if ev[2] > ev[0] + ev[1] + tol:
-        raise URDFError(f"{where}: principal moments {ev} violate the triangle inequality")
+    if ev[2] > ev[0] + ev[1] + tol and unphysical is not None:
+        unphysical.append(f"'{name}' {np.array2string(ev, precision=4)}")
     R = X[:3, :3]
     return mass, X[:3, 3].copy(), R @ I @ R.T
 
@@ -316,10 +319,10 @@ def parse_urdf(xml: str, root_link: str | None = None) -> Structure:
 
     # inertias: lump every link of the subtree into its body
     parts = [[] for _ in bodies]
-    massless = []
+    massless, unphysical = [], []
     for lk in sub_links:
         b, X = frames[lk]
-        inr = _parse_inertial(links[lk])
+        inr = _parse_inertial(links[lk], unphysical)
         if inr is None:
             if lk != root_link:
                 massless.append(lk)
@@ -329,6 +332,9 @@ def parse_urdf(xml: str, root_link: str | None = None) -> Structure:
     if massless:
         warnings.warn("links without <inertial> are treated as massless: " + ", ".join(massless),
                       MasslessLinkWarning, stacklevel=3)
+    if unphysical:
+        warnings.warn("link inertias violate the triangle inequality (no rigid body has them; "
+                      "loaded as given): " + ", ".join(unphysical), InertiaWarning, stacklevel=3)
 
     nb = len(bodies)
     topo = np.zeros((nb, 3), dtype=np.int64)
