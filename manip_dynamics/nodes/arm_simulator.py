@@ -15,8 +15,10 @@ Integration (docs/simulation.md has the reasoning): fixed step ``h = 1 / sim_rat
 (default 1 kHz) with classical Runge-Kutta 4 (``integrator: rk4``, default) or
 semi-implicit Euler (``semi_implicit_euler``: cheaper, symplectic, first order). Every
 ``1 / publish_rate`` s of wall time a timer advances the simulation by exactly
-``sim_rate / publish_rate`` steps (lock-step: if the CPU cannot keep up, simulated time
-runs slower than wall time instead of skipping), then publishes ``joint_states``.
+``sim_rate / publish_rate`` steps (a whole number of fixed steps per tick: if the CPU cannot
+keep up, simulated time runs slower than wall time instead of skipping), then publishes
+``joint_states``. With ``lockstep: true`` a tick also waits (up to ``lockstep_timeout``) for
+the command answering the last published state, and stamps follow simulated time.
 The motor torque is held constant over those steps (zero-order hold, like a digital
 controller's output).
 
