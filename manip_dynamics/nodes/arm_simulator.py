@@ -61,7 +61,7 @@ from rclpy.time import Time
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, String
 
-from manip_dynamics import RobotModel, robots
+from manip_dynamics import ManipDynamicsError, RobotModel, robots
 from manip_dynamics.nodes.runner import run_node
 
 INTEGRATORS = ('rk4', 'semi_implicit_euler')
@@ -400,8 +400,10 @@ class ArmSimulator(Node):
         if not self.paused:
             try:
                 self.sim.advance(self.tau_applied, self.h, self.substeps)
-            except FloatingPointError as err:
-                self.get_logger().error(f'{err}; resetting to the initial state')
+            except (FloatingPointError, ManipDynamicsError) as err:
+                # diverged, or the core refused a state (overflow): never let it kill the node
+                self.get_logger().error(f'simulation step failed: {err}; '
+                                        'resetting to the initial state')
                 self.sim.reset(self._initial('initial_positions'),
                                self._initial('initial_velocities'))
         msg = JointState()

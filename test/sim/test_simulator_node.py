@@ -141,3 +141,20 @@ def test_parameters_are_validated_and_reset_works(node_process, ros_node):
     # Paused: the state stays there.
     later = ros_utils.collect_messages(ros_node, JointState, "joint_states", 20, timeout=5.0)
     assert all(np.allclose(m.position, msg.position) for m in later)
+
+
+def test_a_state_the_core_refuses_is_logged_and_the_node_lives(node_process, ros_node):
+    """The RP arm with its slider at r = 1e300: M = diag(H + m2 r^2, m2) overflows, the core
+    refuses the state (InputError), the simulator logs it and resets instead of dying; a
+    sane initial state afterwards simulates normally."""
+    proc = node_process([SIM, "--ros-args", "-p", "robot:=planar_rp",
+                         "-p", "initial_positions:=[0.0, 1.0e300]"])
+    ros_utils.wait_for(lambda: "simulation step failed" in ros_utils.read_log(proc),
+                       timeout=60.0, message="no 'simulation step failed' in the log")
+    ros_utils.assert_running(proc)
+    ok, reasons = _set(ros_node, initial_positions=[0.2, 0.3])
+    assert ok == [True], reasons
+    msgs = ros_utils.collect_messages(ros_node, JointState, "joint_states", 30, timeout=20.0)
+    assert all(np.all(np.isfinite(m.position)) and abs(m.position[1]) < 10.0
+               for m in msgs[-10:])
+    ros_utils.assert_running(proc)
