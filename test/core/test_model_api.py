@@ -399,23 +399,43 @@ def test_massless_joint_makes_forward_dynamics_raise():
 
 # ----------------------------------------------------------------------------- threads
 def test_concurrent_calls_from_threads_agree(arm):
+    """Thread safety: four threads released together by a barrier hammer the same frozen
+    model and payload copies of it (batched kernels release the GIL, so they really run
+    at once); every result equals the one computed serially beforehand."""
     rng = np.random.default_rng(9)
-    Q = rng.normal(size=(200, 3))
-    expected = arm.mass_matrix(Q)
+    Q = rng.normal(size=(2000, 3))
+    QD = rng.normal(size=(2000, 3))
+    models = [arm.with_payload("tool", 0.1 * k) if k else arm for k in range(4)]
+    expected = [(m.mass_matrix(Q), m.coriolis_torques(Q, QD),
+                 m.compute_all(Q, QD, "tool", linear_only=True).Lambda) for m in models]
+    barrier = threading.Barrier(4)
     results = [None] * 4
+    errors = []
 
     def work(k):
-        m = arm.with_payload("tool", 0.1 * k) if k else arm
-        results[k] = np.array([m.mass_matrix(q) for q in Q]), m
+        try:
+            barrier.wait(timeout=10.0)
+            m = models[k]
+            out = []
+            for _ in range(5):
+                out.append((m.mass_matrix(Q), m.coriolis_torques(Q, QD),
+                            m.compute_all(Q, QD, "tool", linear_only=True).Lambda))
+            results[k] = out
+        except Exception as exc:   # surfaced below, with the thread's index
+            errors.append((k, exc))
 
     threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    np.testing.assert_array_equal(results[0][0], expected)
-    for k in range(1, 4):
-        np.testing.assert_array_equal(results[k][0], results[k][1].mass_matrix(Q))
+    assert not errors, errors
+    for k in range(4):
+        for rep in results[k]:
+            for got, want in zip(rep, expected[k]):
+                np.testing.assert_array_equal(got, want)
+    # the payloads differ, so a mix-up between threads could not go unnoticed
+    assert not np.array_equal(expected[0][0], expected[3][0])
 
 
 def test_model_without_moving_joints():
