@@ -62,7 +62,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, String
 
 from manip_dynamics import ManipDynamicsError, RobotModel, robots
-from manip_dynamics.nodes.runner import run_node
+from manip_dynamics.nodes.runner import array_parameter, run_node
 
 INTEGRATORS = ('rk4', 'semi_implicit_euler')
 
@@ -321,18 +321,12 @@ class ArmSimulator(Node):
                 self.get_logger().info(f'reset to q = {np.round(sim.q, 4).tolist()}')
 
     def _initial(self, name):
-        value = self._array_parameter(name)
+        value = array_parameter(self, name)
         if len(value):
             return np.asarray(value, dtype=float)
         if name == 'initial_velocities':
             return np.zeros(self.model.n)
         return np.clip(0.0, self.model.position_lower, self.model.position_upper)
-
-    def _array_parameter(self, name):
-        p = self.get_parameter_or(name, None)
-        if p is None or p.type_ == Parameter.Type.NOT_SET or p.value is None:
-            return []
-        return list(p.value)
 
     # ------------------------------------------------------------------ commands
     def on_joint_command(self, msg: JointState):

@@ -41,7 +41,7 @@ from rclpy.parameter import Parameter
 from sensor_msgs.msg import JointState
 
 from manip_dynamics_interfaces.msg import Dynamics
-from manip_dynamics.nodes.runner import run_node
+from manip_dynamics.nodes.runner import array_parameter, run_node
 
 MODES = ('off', 'gravity', 'computed_torque')
 PER_JOINT = ('kp', 'kd', 'amplitude', 'frequency', 'home')
@@ -154,12 +154,6 @@ class ComputedTorqueController(Node):
             self.t0 = None          # restart the reference from the next measured state
             self.home_latched = None
 
-    def _array(self, name):
-        p = self.get_parameter_or(name, None)
-        if p is None or p.type_ == Parameter.Type.NOT_SET or p.value is None:
-            return []
-        return list(p.value)
-
     # ------------------------------------------------------------------ control
     def on_dynamics(self, msg: Dynamics):
         try:
@@ -173,11 +167,11 @@ class ComputedTorqueController(Node):
         q_d = qd_d = qdd_d = None
         if mode == 'computed_torque':
             try:
-                kp = per_joint(self._array('kp'), n, 'kp')
-                kd = per_joint(self._array('kd'), n, 'kd')
-                amplitude = per_joint(self._array('amplitude'), n, 'amplitude')
-                frequency = per_joint(self._array('frequency'), n, 'frequency')
-                home = self._array('home')
+                kp = per_joint(array_parameter(self, 'kp'), n, 'kp')
+                kd = per_joint(array_parameter(self, 'kd'), n, 'kd')
+                amplitude = per_joint(array_parameter(self, 'amplitude'), n, 'amplitude')
+                frequency = per_joint(array_parameter(self, 'frequency'), n, 'frequency')
+                home = array_parameter(self, 'home')
                 home = per_joint(home, n, 'home') if home else None
             except ValueError as err:
                 # Never leave the arm unpowered because of a typo: hold it against gravity.

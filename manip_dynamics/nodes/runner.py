@@ -1,4 +1,5 @@
-"""``main()`` of every node: init, spin on one thread, shut down cleanly."""
+"""What the nodes share: ``main()`` (init, spin on one thread, clean shutdown) and
+reading array parameters that may be unset."""
 from __future__ import annotations
 
 from typing import Callable
@@ -6,6 +7,7 @@ from typing import Callable
 import rclpy
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
+from rclpy.parameter import Parameter
 
 
 def run_node(make_node: Callable[[], Node], args=None,
@@ -34,3 +36,12 @@ def run_node(make_node: Callable[[], Node], args=None,
             node.destroy_node()
         rclpy.try_shutdown()
     return 0
+
+
+def array_parameter(node: Node, name: str) -> list:
+    """The value of an array parameter as a list; [] when it is unset (a ROS 2 parameter
+    file cannot express an empty list, so "unset" is how an empty default arrives)."""
+    p = node.get_parameter_or(name, None)
+    if p is None or p.type_ == Parameter.Type.NOT_SET or p.value is None:
+        return []
+    return list(p.value)
