@@ -37,10 +37,9 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, String
 from visualization_msgs.msg import Marker, MarkerArray
 
-from manip_dynamics_interfaces.msg import Dynamics
 from manip_dynamics_interfaces.srv import GetMassMatrix, InverseDynamics
+from node_test_helpers import MODULE, OUTPUTS, stamp_ns, param_msg
 
-MODULE = "manip_dynamics.nodes.dynamics_node"
 PANDA = robots.path("panda")
 PLANAR_2R = robots.path("planar_2r")
 PLANAR_RP = robots.path("planar_rp")
@@ -48,15 +47,6 @@ PANDA_JOINTS = tuple(f"panda_joint{i}" for i in range(1, 8))
 Q_PANDA = np.array([0.1, -0.4, 0.2, -1.9, 0.3, 1.6, 0.5])
 QD_PANDA = np.array([0.3, -0.2, 0.5, 0.1, -0.4, 0.2, 0.6])
 TOL = dict(rtol=1e-9, atol=1e-9)
-
-OUTPUTS = {
-    "gravity_torques": JointState,
-    "coriolis_torques": JointState,
-    "gravity_command": Float64MultiArray,
-    "dynamics": Dynamics,
-    "inertia_markers": MarkerArray,
-}
-
 
 def load(path, **kwargs) -> RobotModel:
     with warnings.catch_warnings():
@@ -67,17 +57,6 @@ def load(path, **kwargs) -> RobotModel:
 def read(path) -> str:
     with open(path, encoding="utf-8") as f:
         return f.read()
-
-
-def stamp_ns(header) -> int:
-    return header.stamp.sec * 1_000_000_000 + header.stamp.nanosec
-
-
-def param_msg(name, value, type_=None):
-    """rcl_interfaces Parameter message; empty lists need their type spelled out."""
-    if type_ is None:
-        return Parameter(name, value=value).to_parameter_msg()
-    return Parameter(name, type_, value).to_parameter_msg()
 
 
 class Probe:

@@ -48,12 +48,11 @@ from rcl_interfaces.srv import SetParameters
 from rclpy.parameter import Parameter
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
-from std_msgs.msg import Float64MultiArray, String
-from visualization_msgs.msg import Marker, MarkerArray
+from std_msgs.msg import String
+from visualization_msgs.msg import Marker
 
-from manip_dynamics_interfaces.msg import Dynamics
+from node_test_helpers import MODULE, OUTPUTS, stamp_ns
 
-MODULE = "manip_dynamics.nodes.dynamics_node"
 SEED = int(os.environ.get("ROBUSTNESS_SEED", "20250607"))
 DAMPING, SINGULAR = 1e-3, 1e6          # the node's defaults
 TOL = dict(rtol=1e-9, atol=1e-9)
@@ -62,15 +61,6 @@ NONFINITE = (math.nan, math.inf, -math.inf)
 # what a refusal of huge (finite) values says, in the node's or the core's words
 OVERFLOW_WORDS = ("finite", "overflow", "too large", "singular", "positive definite")
 
-OUTPUTS = {
-    "gravity_torques": JointState,
-    "coriolis_torques": JointState,
-    "gravity_command": Float64MultiArray,
-    "dynamics": Dynamics,
-    "inertia_markers": MarkerArray,
-}
-
-
 def load(name, **kwargs) -> RobotModel:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -78,10 +68,6 @@ def load(name, **kwargs) -> RobotModel:
 
 
 MODELS = {name: load(name) for name in ("planar_rp", "planar_2r", "panda")}
-
-
-def stamp_ns(header) -> int:
-    return header.stamp.sec * 1_000_000_000 + header.stamp.nanosec
 
 
 def finite(values) -> bool:
