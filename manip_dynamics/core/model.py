@@ -25,6 +25,7 @@ before serving requests.
 """
 from __future__ import annotations
 
+import math
 import numbers
 from collections import namedtuple
 
@@ -246,7 +247,9 @@ class RobotModel:
                 raise InputError(f"{name} must have the shape of q {like}, got {a.shape}")
         elif not (a.ndim == 1 and a.shape[0] == n or a.ndim == 2 and a.shape[1] == n):
             raise InputError(f"{name} must have shape ({n},) or (N, {n}), got {a.shape}")
-        if not np.isfinite(a).all():
+        # fast check: the sum of squares is finite if every entry is (it may also overflow
+        # with finite entries, hence the precise check before raising)
+        if not math.isfinite(np.vdot(a, a)) and not np.isfinite(a).all():
             idx = np.argwhere(~np.isfinite(a))[0]
             where = f"{name}[{', '.join(map(str, idx))}]"
             raise InputError(f"{where} (joint {self.joint_names[idx[-1]]!r}) is {a[tuple(idx)]}")
@@ -418,7 +421,7 @@ class RobotModel:
 
     def _check_status(self, status, what, **inputs):
         """Kernel status per state: 0 ok, 1 M not positive definite, 2 overflow."""
-        if status.any():
+        if np.count_nonzero(status):         # (much cheaper than .any() for a few states)
             s = int(np.argmax(status))
             if status[s] == 2:
                 raise self._overflow(what, s, inputs)
@@ -490,10 +493,10 @@ class RobotModel:
         QD = self._states(qd, "qd", like=np.shape(q))[0] if want_gc else Q
         fb, X = self._frame(frame)
         d = _real(damping, "damping")
-        if not np.isfinite(d) or d < 0:
+        if not math.isfinite(d) or d < 0:
             raise InputError(f"damping must be finite and >= 0, got {damping!r}")
         dc = _real(damping_condition, "damping_condition")
-        if np.isnan(dc) or dc < 0:
+        if math.isnan(dc) or dc < 0:
             raise InputError(f"damping_condition must be >= 0, got {damping_condition!r}")
         N, n = Q.shape
         k = 3 if _flag(linear_only, "linear_only") else 6
