@@ -609,21 +609,52 @@ def batch_forward_dynamics(topo, geom, inert, grav, q, qd, tau, fb, Xf, fext, ou
 SINGULAR_COND = 1e12
 
 
+def bundle_layout(n, k):
+    """The float fields of :func:`batch_bundle`'s output ``out``, in order, as (name, per-state
+    shape): field i is the C-contiguous block ``out[N * start_i:N * (start_i + size_i)]``
+    reshaped to ``(N, *shape_i)`` (start_i = sum of the sizes before it)."""
+    return (("g", (n,)), ("c", (n,)), ("M", (n, n)), ("J", (k, n)), ("A", (k, k)),
+            ("Lambda", (k, k)), ("cond", ()), ("ev", (k,)), ("V", (k, k)), ("mu", (k,)),
+            ("p", (k,)))
+
+
+@njit(**_JIT)
+def _take(out, start, shape):
+    """(out[start:start + size].reshape(shape), start + size) with size = prod(shape)."""
+    size = 1
+    for d in shape:
+        size *= d
+    return out[start:start + size].reshape(shape), start + size
+
+
 @njit(**_JIT)
 def batch_bundle(topo, geom, inert, grav, q, qd, fb, Xf, r0, k, damping, damp_cond, want_gc,
-                 want_os,
-                 g_out, c_out, M_out, J_out, A_out, L_out, cond, sing, evals, evecs,
-                 mu_out, p_out, status):
+                 want_os, out, sing, status):
     """Per-state bundle: g, c = C qd, M, J (rows r0:r0+k), A = J M^-1 J^T (by Cholesky
     solves: A = Y^T Y with Y = L^-1 J^T), its eigen-decomposition, condition number,
     Lambda and (if want_os) mu = Lambda (J M^-1 c - Jdot qd), p = Lambda J M^-1 g.
+
+    ``out`` (float, N * sum of the sizes) holds the fields of :func:`bundle_layout` (one
+    buffer: a single argument and allocation per call); ``sing`` (bool) and ``status`` (int)
+    have one entry per state.
 
     Lambda: A^-1 by Cholesky solves when cond(A) <= 1e12; damping d > 0 applied to the
     states with cond(A) > damp_cond: V diag(s / (s^2 + d^2)) V^T; singular without
     damping: pseudo-inverse over the eigenvalues s > 1e-12 s_max (the flag ``sing`` says
     so). status[s] = 1 if M is not positive definite, 2 if an output is not finite (overflow).
     """
-    n = q.shape[1]
+    N, n = q.shape
+    g_out, a = _take(out, 0, (N, n))            # the order of bundle_layout
+    c_out, a = _take(out, a, (N, n))
+    M_out, a = _take(out, a, (N, n, n))
+    J_out, a = _take(out, a, (N, k, n))
+    A_out, a = _take(out, a, (N, k, k))
+    L_out, a = _take(out, a, (N, k, k))
+    cond, a = _take(out, a, (N,))
+    evals, a = _take(out, a, (N, k))
+    evecs, a = _take(out, a, (N, k, k))
+    mu_out, a = _take(out, a, (N, k))
+    p_out, a = _take(out, a, (N, k))
     nb = topo.shape[0]
     qf, qdf, qddf, R, p, S, m, h, Io, V, A, F, t1, t2, tf = _scratch(nb)
     Mf = np.empty((nb, nb))
@@ -638,7 +669,7 @@ def batch_bundle(topo, geom, inert, grav, q, qd, fb, Xf, r0, k, damping, damp_co
     pf = np.empty(3)
     zero3 = np.zeros(3)
     qddf[:] = 0.0
-    for s in range(q.shape[0]):
+    for s in range(N):
         _expand(topo, geom, q[s], qf)
         forward_kinematics(topo, geom, qf, R, p, S)
         world_inertias(inert, R, p, m, h, Io)

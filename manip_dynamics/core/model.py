@@ -25,6 +25,7 @@ before serving requests.
 """
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 from collections import namedtuple
@@ -485,8 +486,10 @@ class RobotModel:
         return self._out(self._finite(out, "energy", q=Q, qd=QD), single)
 
     # ------------------------------------------------------------------ task-space inertia
-    def _bundle(self, q, qd, frame, linear_only, damping, want_gc, want_os,
+    def _bundle(self, q, qd, frame, names, linear_only, damping, want_gc, want_os,
                 damping_condition=0.0):
+        """-> (single?, [the fields ``names`` of batch_bundle]): (N, *shape) arrays, or for a
+        single state (q of shape (n,)) views of shape ``shape`` and scalars (as a[0] of a batch)."""
         Q, single = self._states(q, "q")
         if want_gc and qd is None:
             raise InputError("qd is required (shape of q); pass zeros for a state at rest")
@@ -500,33 +503,36 @@ class RobotModel:
             raise InputError(f"damping_condition must be >= 0, got {damping_condition!r}")
         N, n = Q.shape
         k = 3 if _flag(linear_only, "linear_only") else 6
-        g = np.empty((N, n))
-        c = np.empty((N, n))
-        M = np.empty((N, n, n))
-        J = np.empty((N, k, n))
-        A = np.empty((N, k, k))
-        Lam = np.empty((N, k, k))
-        cond = np.empty(N)
+        layout, width = _bundle_layout(n, k)
+        out = np.zeros(N * width)
         sing = np.empty(N, dtype=np.bool_)
-        ev = np.zeros((N, k))
-        V = np.zeros((N, k, k))
-        mu = np.empty((N, k))
-        p = np.empty((N, k))
         status = np.zeros(N, dtype=np.int64)
         K.batch_bundle(self._s.topo, self._s.geom, self._inert, self._gravity, Q, QD, fb, X,
-                       0, k, d, dc, want_gc, want_os, g, c, M, J, A, Lam, cond, sing, ev, V,
-                       mu, p, status)
+                       0, k, d, dc, want_gc, want_os, out, sing, status)
         self._check_status(status, f"J M^-1 J^T of {frame!r} (or g, C qd)", q=Q,
                            qd=QD if want_gc else None)
-        return single, dict(g=g, c=c, M=M, J=J, A=A, Lambda=Lam, cond=cond, singular=sing,
-                            ev=ev, V=V, mu=mu, p=p)
+        fields = []
+        for name in names:
+            if name == "singular":
+                fields.append(sing[0] if single else sing)
+                continue
+            start, size, shape = layout[name]
+            if not single:
+                fields.append(out[N * start:N * (start + size)].reshape((N, *shape)))
+            elif not shape:
+                fields.append(out[start])
+            else:
+                a = out[start:start + size]
+                fields.append(a if len(shape) == 1 else a.reshape(shape))
+        return single, fields
 
-    def _raise_if_singular(self, r, frame):
-        if r["singular"].any():
-            s = int(np.argmax(r["singular"]))
+    def _raise_if_singular(self, sing, cond, frame):
+        if np.count_nonzero(sing):
+            sing, cond = np.atleast_1d(sing, cond)
+            s = int(np.argmax(sing))
             raise SingularConfigurationError(
                 f"J M^-1 J^T of frame {frame!r} is singular (condition number "
-                f"{r['cond'][s]:.3g} > {K.SINGULAR_COND:.0e}, state {s}); pass damping > 0 "
+                f"{cond[s]:.3g} > {K.SINGULAR_COND:.0e}, state {s}); pass damping > 0 "
                 "for a damped inverse, or use inverse_effective_inertia / inertia_ellipsoid")
 
     def inverse_effective_inertia(self, q, frame, linear_only=False):
@@ -535,8 +541,8 @@ class RobotModel:
         J of the frame origin in root axes ([v; w] rows); units 1/kg (linear block),
         1/(kg m^2) (angular). Always finite (also at singularities, where it loses rank).
         (N, n) states -> (N, k, k)."""
-        single, r = self._bundle(q, None, frame, linear_only, 0.0, False, False)
-        return self._out(r["A"], single)
+        _, (A,) = self._bundle(q, None, frame, ("A",), linear_only, 0.0, False, False)
+        return A
 
     def effective_inertia(self, q, frame, linear_only=False, damping=0.0, damping_condition=0.0):
         """Lambda = (J M^-1 J^T)^-1 (6, 6) or (3, 3): operational-space inertia of the frame origin,
@@ -546,25 +552,27 @@ class RobotModel:
         unless damping > 0, which returns V diag(s / (s^2 + damping^2)) V^T (finite).
         The damping applies only to the states with cond(A) > damping_condition (default
         0: every state); the others get the exact inverse by Cholesky solves."""
-        single, r = self._bundle(q, None, frame, linear_only, damping, False, False,
-                                 damping_condition)
+        _, (Lam, cond, sing) = self._bundle(q, None, frame, ("Lambda", "cond", "singular"),
+                                            linear_only, damping, False, False,
+                                            damping_condition)
         if damping == 0:
-            self._raise_if_singular(r, frame)
-        return self._out(r["Lambda"], single)
+            self._raise_if_singular(sing, cond, frame)
+        return Lam
 
     def inertia_ellipsoid(self, q, frame, linear_only=True):
         """Eigen-decomposition of Lambda -> InertiaEllipsoid (see its docstring). Never raises
         for singular states: singular directions get eigenvalue +inf."""
-        single, r = self._bundle(q, None, frame, linear_only, 0.0, False, False)
-        s = r["ev"][:, ::-1]                 # eigenvalues of A, descending
-        V = r["V"][:, :, ::-1].copy()        # matching eigenvectors
+        single, (ev, V, cond, sing) = self._bundle(q, None, frame, ("ev", "V", "cond", "singular"),
+                                                   linear_only, 0.0, False, False)
+        k = ev.shape[-1]
+        s = ev.reshape(-1, k)[:, ::-1]       # eigenvalues of A, descending
+        V = V.reshape(-1, k, k)[:, :, ::-1].copy()   # matching eigenvectors
         smax = s[:, :1]
         with np.errstate(divide="ignore"):
             lam = np.where(s > 1e-12 * smax, 1.0 / np.where(s > 0, s, 1.0), np.inf)
         flip = np.linalg.det(V) < 0
         V[flip, :, -1] *= -1.0
-        return InertiaEllipsoid(self._out(lam, single), self._out(V, single),
-                                self._out(r["cond"], single), self._out(r["singular"], single))
+        return InertiaEllipsoid(self._out(lam, single), self._out(V, single), cond, sing)
 
     def effective_mass(self, q, frame, u):
         """m_u = 1 / (u^T A u) along the direction u ((3,) linear or (6,) [v; w], root axes; scaled
@@ -579,8 +587,8 @@ class RobotModel:
             raise InputError("u must be a non-zero direction")
         u = u / big                      # scale first: |u| of 1e300 entries must not overflow
         u = u / np.linalg.norm(u)
-        single, r = self._bundle(q, None, frame, u.shape == (3,), 0.0, False, False)
-        A = r["A"]
+        single, (A,) = self._bundle(q, None, frame, ("A",), u.shape == (3,), 0.0, False, False)
+        A = A.reshape(-1, *A.shape[-2:])
         uau = np.einsum("i,nij,j->n", u, A, u)
         tr = np.trace(A, axis1=1, axis2=2)
         with np.errstate(divide="ignore"):
@@ -592,10 +600,12 @@ class RobotModel:
         p = Lambda J M^-1 g. Shapes (k, k), (k,), (k,) (N leading for a batch); root axes,
         [f; n] rows (N, N*m). qd is required. Singular states raise as in effective_inertia
         unless damping > 0."""
-        single, r = self._bundle(q, qd, frame, linear_only, damping, True, True)
+        _, (Lam, mu, p, cond, sing) = self._bundle(
+            q, qd, frame, ("Lambda", "mu", "p", "cond", "singular"), linear_only, damping, True,
+            True)
         if damping == 0:
-            self._raise_if_singular(r, frame)
-        return tuple(self._out(r[x], single) for x in ("Lambda", "mu", "p"))
+            self._raise_if_singular(sing, cond, frame)
+        return Lam, mu, p
 
     def compute_all(self, q, qd, frame, linear_only=False, damping=0.0, damping_condition=0.0):
         """DynamicsTerms(g, c, M, J, A, Lambda, condition_number, singular) in one call.
@@ -610,10 +620,10 @@ class RobotModel:
         damping_condition (default 0: every state); the others get the exact inverse.
         (The dynamics node passes its ``singular_condition``: Lambda is exact unless the
         state is flagged near-singular.)"""
-        single, r = self._bundle(q, qd, frame, linear_only, damping, True, False,
-                                 damping_condition)
-        return DynamicsTerms(*(self._out(r[x], single) for x in
-                               ("g", "c", "M", "J", "A", "Lambda", "cond", "singular")))
+        _, terms = self._bundle(q, qd, frame, ("g", "c", "M", "J", "A", "Lambda", "cond",
+                                               "singular"),
+                                linear_only, damping, True, False, damping_condition)
+        return DynamicsTerms._make(terms)
 
     def warm_up(self):
         """Compile (or load from cache) every numba kernel once; returns self."""
@@ -631,6 +641,17 @@ class RobotModel:
         except SingularConfigurationError:
             pass
         return self
+
+
+@functools.lru_cache(maxsize=None)
+def _bundle_layout(n, k):
+    """-> ({name: (start, size, shape)} per state for K.bundle_layout(n, k), size of a state)."""
+    layout, start = {}, 0
+    for name, shape in K.bundle_layout(n, k):
+        size = math.prod(shape)
+        layout[name] = (start, size, shape)
+        start += size
+    return layout, start
 
 
 def _as_float(x, name):
