@@ -248,13 +248,16 @@ class RobotModel:
                 raise InputError(f"{name} must have the shape of q {like}, got {a.shape}")
         elif not (a.ndim == 1 and a.shape[0] == n or a.ndim == 2 and a.shape[1] == n):
             raise InputError(f"{name} must have shape ({n},) or (N, {n}), got {a.shape}")
+        single = a.ndim == 1
+        Q = np.ascontiguousarray(a[None] if single else a)
         # fast check: the sum of squares is finite if every entry is (it may also overflow
-        # with finite entries, hence the precise check before raising)
-        if not math.isfinite(np.vdot(a, a)) and not np.isfinite(a).all():
+        # with finite entries, hence the precise check before raising; vdot, unlike dot,
+        # does not warn on overflow)
+        if not math.isfinite(np.vdot(Q, Q)) and not np.isfinite(a).all():
             idx = np.argwhere(~np.isfinite(a))[0]
             where = f"{name}[{', '.join(map(str, idx))}]"
             raise InputError(f"{where} (joint {self.joint_names[idx[-1]]!r}) is {a[tuple(idx)]}")
-        return np.ascontiguousarray(a.reshape(1, n) if a.ndim == 1 else a), a.ndim == 1
+        return Q, single
 
     def _fext(self, f_ext, f_ext_frame, N, single):
         if f_ext is None:
@@ -504,13 +507,14 @@ class RobotModel:
         N, n = Q.shape
         k = 3 if _flag(linear_only, "linear_only") else 6
         layout, width = _bundle_layout(n, k)
-        out = np.zeros(N * width)
+        out = np.empty(N * width)        # every field asked for is written unless status != 0
         sing = np.empty(N, dtype=np.bool_)
-        status = np.zeros(N, dtype=np.int64)
+        status = np.empty(N, dtype=np.int64)
         K.batch_bundle(self._s.topo, self._s.geom, self._inert, self._gravity, Q, QD, fb, X,
                        0, k, d, dc, want_gc, want_os, out, sing, status)
-        self._check_status(status, f"J M^-1 J^T of {frame!r} (or g, C qd)", q=Q,
-                           qd=QD if want_gc else None)
+        if np.count_nonzero(status):       # (guarded: the message costs more than the check)
+            self._check_status(status, f"J M^-1 J^T of {frame!r} (or g, C qd)", q=Q,
+                               qd=QD if want_gc else None)
         fields = []
         for name in names:
             if name == "singular":
