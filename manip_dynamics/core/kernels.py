@@ -629,10 +629,13 @@ def _take(out, start, shape):
 
 @njit(**_JIT)
 def batch_bundle(topo, geom, inert, grav, q, qd, fb, Xf, r0, k, damping, damp_cond, want_gc,
-                 want_os, out, sing, status):
+                 want_os, want_ev, out, sing, status):
     """Per-state bundle: g, c = C qd, M, J (rows r0:r0+k), A = J M^-1 J^T (by Cholesky
-    solves: A = Y^T Y with Y = L^-1 J^T), its eigen-decomposition, condition number,
+    solves: A = Y^T Y with Y = L^-1 J^T), its condition number (from its eigenvalues),
     Lambda and (if want_os) mu = Lambda (J M^-1 c - Jdot qd), p = Lambda J M^-1 g.
+    want_ev: also the eigen-decomposition (ev, V); otherwise only the eigenvalues are
+    computed (eigvalsh, about half the cost of eigh), and the eigenvectors only for the states
+    that take the spectral Lambda below.
 
     ``out`` (float, N * sum of the sizes) holds the fields of :func:`bundle_layout` (one
     buffer: a single argument and allocation per call); ``sing`` (bool) and ``status`` (int)
@@ -724,9 +727,12 @@ def batch_bundle(topo, geom, inert, grav, q, qd, fb, Xf, r0, k, damping, damp_co
             cond[s] = np.inf
             sing[s] = True
             continue
-        w, vec = np.linalg.eigh(Amat)
-        evals[s] = w
-        evecs[s] = vec
+        if want_ev:
+            w, vec = np.linalg.eigh(Amat)
+            evals[s] = w
+            evecs[s] = vec
+        else:
+            w = np.linalg.eigvalsh(Amat)         # about half the cost of eigh
         smax, smin = w[k - 1], w[0]
         if smax > 0.0 and smin > 0.0:
             cond[s] = smax / smin
@@ -748,6 +754,9 @@ def batch_bundle(topo, geom, inert, grav, q, qd, fb, Xf, r0, k, damping, damp_co
                 singular = True
         sing[s] = singular
         if not done:
+            if not want_ev:                      # the spectral inverse needs the eigenvectors
+                w, vec = np.linalg.eigh(Amat)
+                smax = w[k - 1]
             for i in range(k):
                 si = max(w[i], 0.0)
                 if damped:

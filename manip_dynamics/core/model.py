@@ -511,7 +511,7 @@ class RobotModel:
         sing = np.empty(N, dtype=np.bool_)
         status = np.empty(N, dtype=np.int64)
         K.batch_bundle(self._s.topo, self._s.geom, self._inert, self._gravity, Q, QD, fb, X,
-                       0, k, d, dc, want_gc, want_os, out, sing, status)
+                       0, k, d, dc, want_gc, want_os, "V" in names, out, sing, status)
         if np.count_nonzero(status):       # (guarded: the message costs more than the check)
             self._check_status(status, f"J M^-1 J^T of {frame!r} (or g, C qd)", q=Q,
                                qd=QD if want_gc else None)
