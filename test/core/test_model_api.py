@@ -280,6 +280,40 @@ def test_batches_equal_per_state_results(arm):
             np.testing.assert_allclose(a[k], b, atol=1e-12)
 
 
+def test_bundle_results_shapes_types_and_strided_inputs(arm):
+    """compute_all & co. return C-contiguous float arrays (views of one buffer), a float
+    condition number and a numpy bool flag; strided inputs and finite inputs whose sum of
+    squares overflows are accepted; a non-finite entry of a strided input names its joint."""
+    rng = np.random.default_rng(5)
+    Q, QD = rng.normal(size=(2, 4, 3))
+    t = arm.compute_all(Q[1], QD[1], "tool")
+    assert [x.shape for x in t[:6]] == [(3,), (3,), (3, 3), (6, 3), (6, 6), (6, 6)]
+    assert all(x.dtype == np.float64 and x.flags.c_contiguous for x in t[:6])
+    assert type(t.condition_number) is np.float64 and type(t.singular) is np.bool_
+    tb = arm.compute_all(Q, QD, "tool", linear_only=True)
+    assert [x.shape for x in tb] == [(4, 3), (4, 3), (4, 3, 3), (4, 3, 3), (4, 3, 3), (4, 3, 3),
+                                     (4,), (4,)]
+    assert all(x.flags.c_contiguous for x in tb) and tb.singular.dtype == np.bool_
+    ell = arm.inertia_ellipsoid(Q, "tool")
+    np.testing.assert_allclose(ell.condition_number, tb.condition_number, rtol=1e-9)
+    np.testing.assert_array_equal(ell.singular, tb.singular)
+    lam, mu, p = arm.operational_space(Q[1], QD[1], "tool", linear_only=True)
+    assert lam.shape == (3, 3) and mu.shape == p.shape == (3,)
+    np.testing.assert_allclose(lam, tb.Lambda[1], rtol=1e-12, atol=0)
+    # strided views (every other column of a wider array) give the contiguous results
+    wide = np.zeros((4, 6))
+    wide[:, ::2] = Q
+    ts = arm.compute_all(wide[1, ::2], QD[1], "tool")
+    for a, b in zip(ts, t):
+        np.testing.assert_array_equal(a, b)
+    wide[2, 2] = np.nan
+    with pytest.raises(InputError, match=r"q\[2, 1\] \(joint 'j2'\) is nan"):
+        arm.compute_all(wide[:, ::2], QD, "tool")
+    # finite entries whose squares overflow: not an input error (revolute j1 at 1e200 rad)
+    big = np.array([1e200, 0.1, 0.05])
+    assert np.isfinite(arm.compute_all(big, np.zeros(3), "tool").M).all()
+
+
 def test_empty_batch(arm):
     assert arm.mass_matrix(np.zeros((0, 3))).shape == (0, 3, 3)
 
