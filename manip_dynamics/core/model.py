@@ -250,10 +250,7 @@ class RobotModel:
             raise InputError(f"{name} must have shape ({n},) or (N, {n}), got {a.shape}")
         single = a.ndim == 1
         Q = np.ascontiguousarray(a[None] if single else a)
-        # fast check: the sum of squares is finite if every entry is (it may also overflow
-        # with finite entries, hence the precise check before raising; vdot, unlike dot,
-        # does not warn on overflow)
-        if not math.isfinite(np.vdot(Q, Q)) and not np.isfinite(a).all():
+        if not _all_finite(Q):
             idx = np.argwhere(~np.isfinite(a))[0]
             where = f"{name}[{', '.join(map(str, idx))}]"
             raise InputError(f"{where} (joint {self.joint_names[idx[-1]]!r}) is {a[tuple(idx)]}")
@@ -299,7 +296,7 @@ class RobotModel:
 
     def _finite(self, out, what, **inputs):
         """out, or InputError (never a silent inf/NaN) if it is not finite."""
-        if not np.isfinite(out).all():
+        if not _all_finite(out):
             bad = ~np.isfinite(out.reshape(out.shape[0], -1)).all(axis=1)
             raise self._overflow(what, int(np.argmax(bad)), inputs)
         return out
@@ -680,6 +677,13 @@ def _as_float(x, name):
                    x)
         what = f"{type(bad).__name__} ({bad!r})"
     raise InputError(f"{name} must be numeric, got {what}")
+
+
+def _all_finite(a):
+    """np.isfinite(a).all() of a float array, fast in the common case: the sum of squares is
+    finite if every entry is (it may also overflow with finite entries, hence the precise
+    check then; vdot, unlike dot, does not warn on overflow)."""
+    return math.isfinite(np.vdot(a, a)) or bool(np.isfinite(a).all())
 
 
 def _real(x, name):
