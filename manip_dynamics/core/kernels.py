@@ -607,6 +607,7 @@ def batch_forward_dynamics(topo, geom, inert, grav, q, qd, tau, fb, Xf, fext, ou
 
 
 SINGULAR_COND = 1e12
+EIGVALSH_MIN_RATIO = 1e-8     # batch_bundle: eigvalsh instead of eigh when smin > this * smax
 
 
 def bundle_layout(n, k):
@@ -633,9 +634,10 @@ def batch_bundle(topo, geom, inert, grav, q, qd, fb, Xf, r0, k, damping, damp_co
     """Per-state bundle: g, c = C qd, M, J (rows r0:r0+k), A = J M^-1 J^T (by Cholesky
     solves: A = Y^T Y with Y = L^-1 J^T), its condition number (from its eigenvalues),
     Lambda and (if want_os) mu = Lambda (J M^-1 c - Jdot qd), p = Lambda J M^-1 g.
-    want_ev: also the eigen-decomposition (ev, V); otherwise only the eigenvalues are
-    computed (eigvalsh, about half the cost of eigh), and the eigenvectors only for the states
-    that take the spectral Lambda below.
+    want_ev: also the eigen-decomposition (ev, V); otherwise a state with cond(A) <
+    1 / EIGVALSH_MIN_RATIO gets its eigenvalues alone (eigvalsh, about half the cost of eigh;
+    they agree with eigh's to ~1e-8 relative there), and eigenvectors only if it takes the
+    spectral Lambda below.
 
     ``out`` (float, N * sum of the sizes) holds the fields of :func:`bundle_layout` (one
     buffer: a single argument and allocation per call); ``sing`` (bool) and ``status`` (int)
@@ -727,12 +729,18 @@ def batch_bundle(topo, geom, inert, grav, q, qd, fb, Xf, r0, k, damping, damp_co
             cond[s] = np.inf
             sing[s] = True
             continue
-        if want_ev:
+        # eigenvalues alone (eigvalsh, about half the cost of eigh) for a well-conditioned A
+        # that needs no eigenvectors; eigh otherwise, so that ill-conditioned states (the
+        # singular flag, the damping) use the same eigenvalues as inertia_ellipsoid
+        have_vec = want_ev
+        if not want_ev:
+            w = np.linalg.eigvalsh(Amat)
+            have_vec = not (w[0] > EIGVALSH_MIN_RATIO * w[k - 1])
+        if have_vec:
             w, vec = np.linalg.eigh(Amat)
+        if want_ev:
             evals[s] = w
             evecs[s] = vec
-        else:
-            w = np.linalg.eigvalsh(Amat)         # about half the cost of eigh
         smax, smin = w[k - 1], w[0]
         if smax > 0.0 and smin > 0.0:
             cond[s] = smax / smin
@@ -754,7 +762,7 @@ def batch_bundle(topo, geom, inert, grav, q, qd, fb, Xf, r0, k, damping, damp_co
                 singular = True
         sing[s] = singular
         if not done:
-            if not want_ev:                      # the spectral inverse needs the eigenvectors
+            if not have_vec:                     # the spectral inverse needs the eigenvectors
                 w, vec = np.linalg.eigh(Amat)
                 smax = w[k - 1]
             for i in range(k):
