@@ -65,12 +65,23 @@ def node_process(tmp_path):
         print(ros_utils.read_log(proc, tail=200))
 
 
-@pytest.fixture
-def ros_node(request):
-    """A live rclpy node (fresh context, executor spinning in a background thread)."""
-    name = "test_" + "".join(c if c.isalnum() else "_" for c in request.node.name)[:50]
-    handle = ros_utils.RosNodeHandle(name)
+def _live_node(label):
+    """A RosNodeHandle named after ``label``, yielded as its node and shut down after."""
+    handle = ros_utils.RosNodeHandle(
+        "test_" + "".join(c if c.isalnum() else "_" for c in label)[:50])
     try:
         yield handle.node
     finally:
         handle.shutdown()
+
+
+@pytest.fixture
+def ros_node(request):
+    """A live rclpy node (fresh context, executor spinning in a background thread)."""
+    yield from _live_node(request.node.name)
+
+
+@pytest.fixture(scope="module")
+def module_ros_node(request):
+    """Like ``ros_node``, shared by every test of one module (for module-scoped servers)."""
+    yield from _live_node(request.module.__name__)

@@ -497,16 +497,7 @@ def _parameter_value(value):
 
 
 @pytest.fixture(scope="module")
-def checker_node():
-    handle = ros_utils.RosNodeHandle("launch_file_checker")
-    try:
-        yield handle.node
-    finally:
-        handle.shutdown()
-
-
-@pytest.fixture(scope="module")
-def running_executables(tmp_path_factory, checker_node):
+def running_executables(tmp_path_factory, module_ros_node):
     """Every console script, each in its own namespace: its node name and the parameters
     it declares (``~/list_parameters``)."""
     from rcl_interfaces.srv import ListParameters
@@ -519,9 +510,9 @@ def running_executables(tmp_path_factory, checker_node):
             started[executable] = Started(executable, ns, _start_console_script(
                 executable, ["-r", f"__ns:={ns}"], log_dir, executable))
         for s in started.values():
-            s.node_name = _wait_for_node(checker_node, s.namespace, s.proc)
+            s.node_name = _wait_for_node(module_ros_node, s.namespace, s.proc)
             listed = ros_utils.call_service(
-                checker_node, ListParameters, f"{s.namespace}/{s.node_name}/list_parameters",
+                module_ros_node, ListParameters, f"{s.namespace}/{s.node_name}/list_parameters",
                 ListParameters.Request(depth=ListParameters.Request.DEPTH_RECURSIVE),
                 timeout=60.0)
             s.declared = set(listed.result.names)
@@ -624,7 +615,7 @@ def _launched_with_files():
 
 
 @pytest.mark.timeout(240)
-def test_launch_yaml_values_reach_the_nodes(tmp_path, checker_node, running_executables):
+def test_launch_yaml_values_reach_the_nodes(tmp_path, module_ros_node, running_executables):
     """Each node a launch file gives YAML files is started as launch_ros would start it
     (root namespace, ``-r __node:=<name>``, ``--params-file`` per file), one at a time;
     its ``~/get_parameters`` must report the values of every section that applies."""
@@ -641,14 +632,14 @@ def test_launch_yaml_values_reach_the_nodes(tmp_path, checker_node, running_exec
         proc = _start_console_script(spec.executable, ros_args, tmp_path,
                                      f"{launch_name}_{name}")
         try:
-            _wait_for_node(checker_node, "/", proc, name)
+            _wait_for_node(module_ros_node, "/", proc, name)
             expected = {}
             for f in spec.parameter_files:
                 for node_key, params in _yaml_parameters(f).items():
                     if section_applies(node_key, name):
                         expected.update(params)
             keys = sorted(expected)
-            got = ros_utils.call_service(checker_node, GetParameters, f"/{name}/get_parameters",
+            got = ros_utils.call_service(module_ros_node, GetParameters, f"/{name}/get_parameters",
                                          GetParameters.Request(names=keys), timeout=60.0)
             reported = {k: _parameter_value(v) for k, v in zip(keys, got.values)}
             ros_utils.assert_running(proc)

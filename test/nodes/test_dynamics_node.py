@@ -191,14 +191,7 @@ class Probe:
 # --------------------------------------------------------------------------- fixtures
 
 @pytest.fixture(scope="module")
-def test_node():
-    handle = ros_utils.RosNodeHandle("dynamics_node_tester")
-    yield handle.node
-    handle.shutdown()
-
-
-@pytest.fixture(scope="module")
-def arms(test_node, tmp_path_factory):
+def arms(module_ros_node, tmp_path_factory):
     """Both dynamics node processes (started together) and their probes."""
     logs = tmp_path_factory.mktemp("dynamics_node_logs")
     left = ros_utils.start_node_process(
@@ -208,7 +201,7 @@ def arms(test_node, tmp_path_factory):
         [MODULE, "--ros-args", "-r", "__ns:=/right",
          "-p", "joint_states_qos.reliability:=reliable"],
         name="right", log_dir=logs)
-    probes = {"left": Probe(test_node, "/left", left), "right": Probe(test_node, "/right", right)}
+    probes = {"left": Probe(module_ros_node, "/left", left), "right": Probe(module_ros_node, "/right", right)}
     yield probes
     for probe in probes.values():
         probe.close()
@@ -303,8 +296,8 @@ def test_outputs_match_the_core_for_a_shuffled_message_with_extra_joints(left):
     assert {m.ns for m in latest.markers} >= {"effective_inertia", "effective_inertia_label"}
 
 
-def test_best_effort_publisher_is_accepted(left, test_node):
-    best_effort = test_node.create_publisher(
+def test_best_effort_publisher_is_accepted(left, module_ros_node):
+    best_effort = module_ros_node.create_publisher(
         JointState, "/left/joint_states",
         QoSProfile(depth=10, reliability=ReliabilityPolicy.BEST_EFFORT))
     try:
@@ -312,7 +305,7 @@ def test_best_effort_publisher_is_accepted(left, test_node):
 
         def one():
             msg = JointState(name=names, position=q, velocity=qd)
-            msg.header.stamp = Probe.new_stamp(test_node)
+            msg.header.stamp = Probe.new_stamp(module_ros_node)
             best_effort.publish(msg)
             return stamp_ns(msg.header)
 
@@ -321,7 +314,7 @@ def test_best_effort_publisher_is_accepted(left, test_node):
             left.get("dynamics", s) for s in sent)), timeout=15, interval=0.2)
         assert answered
     finally:
-        test_node.destroy_publisher(best_effort)
+        module_ros_node.destroy_publisher(best_effort)
 
 
 def test_velocity_omitted_publishes_gravity_only(left):
@@ -334,7 +327,7 @@ def test_velocity_omitted_publishes_gravity_only(left):
     left.wait_log("joint_states has no velocities")
 
 
-def test_services_answer_while_joint_states_stream(left, test_node):
+def test_services_answer_while_joint_states_stream(left, module_ros_node):
     ref = load(PANDA)
     names, q, qd = panda_state()
     stop = threading.Event()
@@ -349,7 +342,7 @@ def test_services_answer_while_joint_states_stream(left, test_node):
     try:
         for _ in range(5):
             res = ros_utils.call_service(
-                test_node, GetMassMatrix, "/left/dynamics_node/get_mass_matrix",
+                module_ros_node, GetMassMatrix, "/left/dynamics_node/get_mass_matrix",
                 GetMassMatrix.Request(joint_names=list(PANDA_JOINTS), position=list(Q_PANDA)))
             assert res.success, res.message
             np.testing.assert_allclose(res.mass_matrix, np.ravel(ref.mass_matrix(Q_PANDA)),
@@ -361,13 +354,13 @@ def test_services_answer_while_joint_states_stream(left, test_node):
 
 # --------------------------------------------------------------------------- parameters
 
-def test_every_parameter_is_declared_with_a_description(left, test_node):
+def test_every_parameter_is_declared_with_a_description(left, module_ros_node):
     from rcl_interfaces.srv import DescribeParameters
 
     from manip_dynamics.nodes.parameters import PARAMETERS
 
     names = [spec.name for spec in PARAMETERS]
-    res = ros_utils.call_service(test_node, DescribeParameters,
+    res = ros_utils.call_service(module_ros_node, DescribeParameters,
                                  "/left/dynamics_node/describe_parameters",
                                  DescribeParameters.Request(names=names))
     assert [d.name for d in res.descriptors] == names
@@ -409,7 +402,7 @@ def test_payload_parameters_increase_g(left):
         left.set_ok(param_msg("payload.frame", ""), param_msg("payload.mass", 0.0))
 
 
-def test_friction_parameters_reach_the_services(left, test_node):
+def test_friction_parameters_reach_the_services(left, module_ros_node):
     left.set_ok(param_msg("friction.joints", ["panda_joint2", "panda_joint5"]),
                 param_msg("friction.viscous", [1.5, 0.7]),
                 param_msg("friction.coulomb", [0.25, 0.0]))
@@ -420,7 +413,7 @@ def test_friction_parameters_reach_the_services(left, test_node):
         ref = base.with_friction(viscous=viscous, coulomb=coulomb)
         qdd = np.linspace(-1, 1, 7)
         res = ros_utils.call_service(
-            test_node, InverseDynamics, "/left/dynamics_node/inverse_dynamics",
+            module_ros_node, InverseDynamics, "/left/dynamics_node/inverse_dynamics",
             InverseDynamics.Request(joint_names=list(PANDA_JOINTS), position=list(Q_PANDA),
                                     velocity=list(QD_PANDA), acceleration=list(qdd),
                                     include_friction=True))
@@ -664,8 +657,8 @@ def test_bad_joint_states_are_skipped_and_named(right, what, names, position, ve
     assert "joint_states message skipped" in right.log()
 
 
-def test_out_of_order_stamp_is_skipped(right, test_node):
-    first = Probe.new_stamp(test_node, age=0.0)
+def test_out_of_order_stamp_is_skipped(right, module_ros_node):
+    first = Probe.new_stamp(module_ros_node, age=0.0)
     newer = right.send(*PLANAR_GOOD)
     right.wait("dynamics", newer)
     older = right.send(*PLANAR_GOOD, stamp=first)          # older than the one just handled
@@ -747,7 +740,7 @@ def test_two_arms_side_by_side_do_not_hear_each_other(left, right):
 # --------------------------------------------------------------------------- start-up
 
 def test_start_up_from_a_params_file_with_remapping_and_clean_shutdown(
-        node_process, test_node, tmp_path):
+        node_process, module_ros_node, tmp_path):
     xml = read(PLANAR_RP)
     params = tmp_path / "params.yaml"
     indented = "\n".join("      " + line for line in xml.splitlines())
@@ -759,9 +752,9 @@ def test_start_up_from_a_params_file_with_remapping_and_clean_shutdown(
     proc = node_process([MODULE, "--ros-args", "-r", "__ns:=/solo",
                          "-r", "joint_states:=/solo/arm/joint_states_remapped",
                          "--params-file", str(params)])
-    probe = Probe(test_node, "/solo", proc)
-    test_node.destroy_publisher(probe.joint_states)
-    probe.joint_states = test_node.create_publisher(
+    probe = Probe(module_ros_node, "/solo", proc)
+    module_ros_node.destroy_publisher(probe.joint_states)
+    probe.joint_states = module_ros_node.create_publisher(
         JointState, "/solo/arm/joint_states_remapped", 10)
     out = probe.ask(["theta", "r"], [0.3, 0.4], [0.1, -0.2])
     assert_outputs_match(out, load(PLANAR_RP).with_gravity([0, 0, 9.81]), np.array([0.3, 0.4]),
@@ -783,14 +776,14 @@ def test_bad_start_up_configuration_exits_with_a_reason(node_process, args, logg
     assert "cannot start" in log and logged in log, log
 
 
-def test_clock_jumping_back_restarts_the_stamp_order(node_process, test_node):
+def test_clock_jumping_back_restarts_the_stamp_order(node_process, module_ros_node):
     """With use_sim_time, a simulation restart (/clock going back) is not 'out of order'."""
     from rosgraph_msgs.msg import Clock
 
     proc = node_process([MODULE, "--ros-args", "-r", "__ns:=/sim", "-p", "use_sim_time:=true",
                          "-p", f"urdf_file:={PLANAR_2R}"])
-    probe = Probe(test_node, "/sim", proc)
-    clock = test_node.create_publisher(Clock, "/clock", 10)
+    probe = Probe(module_ros_node, "/sim", proc)
+    clock = module_ros_node.create_publisher(Clock, "/clock", 10)
     try:
         def at(sec):
             msg = Clock()
@@ -816,5 +809,5 @@ def test_clock_jumping_back_restarts_the_stamp_order(node_process, test_node):
         answered(400)
         assert probe.get("dynamics", older) is None
     finally:
-        test_node.destroy_publisher(clock)
+        module_ros_node.destroy_publisher(clock)
         probe.close()

@@ -267,15 +267,6 @@ def compare(topic, out, model, tip, q, qd):
         np.testing.assert_allclose(out.velocity, qd, **TOL)
 
 
-@pytest.fixture
-def client():
-    handle = ros_utils.RosNodeHandle("robustness_client")
-    try:
-        yield handle.node
-    finally:
-        handle.shutdown()
-
-
 # --------------------------------------------------------------------------- joint_states
 
 def random_value(rng, garbage=True):
@@ -326,7 +317,8 @@ def expected_input(model, names, position, velocity):
 
 
 @pytest.mark.timeout(90)
-def test_joint_states_barrage(node_process, client):
+def test_joint_states_barrage(node_process, ros_node):
+    client = ros_node
     """Malformed joint_states interleaved with valid ones on the planar RP arm."""
     rng = random.Random(SEED)
     model = MODELS["planar_rp"]
@@ -393,7 +385,8 @@ def test_joint_states_barrage(node_process, client):
         watch.close()
 
 
-def test_huge_positions_and_velocities_never_publish_inf(node_process, client):
+def test_huge_positions_and_velocities_never_publish_inf(node_process, ros_node):
+    client = ros_node
     """1e308 (finite) in q of a prismatic joint or in qd overflows the core: skipped, named."""
     model = MODELS["planar_rp"]
     proc = start_node(node_process, "fuzz_huge", f"urdf_file:={robots.path('planar_rp')}",
@@ -675,7 +668,8 @@ def valid_request(rng, model, huge=False):
 
 
 @pytest.mark.timeout(90)
-def test_service_barrage(node_process, client):
+def test_service_barrage(node_process, ros_node):
+    client = ros_node
     rng = random.Random(SEED + 1)
     model = MODELS["planar_rp"]
     tip = model.default_tip
@@ -738,7 +732,8 @@ XACRO_LEFTOVERS = (
 
 
 @pytest.mark.timeout(90)
-def test_robot_description_garbage_while_streaming(node_process, client):
+def test_robot_description_garbage_while_streaming(node_process, ros_node):
+    client = ros_node
     """Garbage, empty and xacro descriptions are refused (previous model kept); a valid
     different robot is adopted, all while joint_states naming both robots' joints stream."""
     r2, panda = MODELS["planar_2r"], MODELS["panda"]
@@ -859,7 +854,8 @@ def good_parameters(rng):
 
 
 @pytest.mark.timeout(90)
-def test_parameter_flips_while_streaming(node_process, client):
+def test_parameter_flips_while_streaming(node_process, ros_node):
+    client = ros_node
     rng = random.Random(SEED + 3)
     r2 = MODELS["planar_2r"]
     proc = start_node(node_process, "fuzz_param", f"urdf_file:={robots.path('planar_2r')}",

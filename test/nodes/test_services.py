@@ -129,15 +129,6 @@ def _stop(proc):
 
 
 @pytest.fixture(scope="module")
-def client_node():
-    handle = ros_utils.RosNodeHandle("test_services_client")
-    try:
-        yield handle.node
-    finally:
-        handle.shutdown()
-
-
-@pytest.fixture(scope="module")
 def r2(tmp_path_factory):
     proc = _start("r2", "planar_2r", tmp_path_factory)
     try:
@@ -167,10 +158,10 @@ QDD_PANDA = np.array([1.0, -2.0, 0.5, 1.5, -1.0, 2.0, -0.5])
 
 # --------------------------------------------------------------------------- planar 2R vs closed forms
 
-def test_mass_matrix_matches_closed_form(client_node, r2):
+def test_mass_matrix_matches_closed_form(module_ros_node, r2):
     srv = _srv()
     for q in ([0.0, 0.0], [0.4, -1.1], [-2.0, 2.5]):
-        res = r2.call(client_node, srv.GetMassMatrix, "get_mass_matrix",
+        res = r2.call(module_ros_node, srv.GetMassMatrix, "get_mass_matrix",
                       srv.GetMassMatrix.Request(position=q))
         assert res.success, res.message
         assert list(res.joint_names) == ["joint1", "joint2"]
@@ -181,12 +172,12 @@ def test_mass_matrix_matches_closed_form(client_node, r2):
         assert res.condition_number == pytest.approx(eig[1] / eig[0], rel=1e-9)
 
 
-def test_gravity_matches_closed_form_and_payload_is_per_query(client_node, r2):
+def test_gravity_matches_closed_form_and_payload_is_per_query(module_ros_node, r2):
     srv = _srv()
     from geometry_msgs.msg import Inertia
 
     q = [0.7, -0.3]
-    res = r2.call(client_node, srv.GetGravityTorques, "get_gravity_torques",
+    res = r2.call(module_ros_node, srv.GetGravityTorques, "get_gravity_torques",
                   srv.GetGravityTorques.Request(position=q))
     assert res.success, res.message
     np.testing.assert_allclose(res.effort, R2.g(q), rtol=1e-10)
@@ -195,30 +186,30 @@ def test_gravity_matches_closed_form_and_payload_is_per_query(client_node, r2):
     payload = srv.GetGravityTorques.Request().payload
     payload.frame_id = "tool"
     payload.inertia = Inertia(m=1.5)
-    res = r2.call(client_node, srv.GetGravityTorques, "get_gravity_torques",
+    res = r2.call(module_ros_node, srv.GetGravityTorques, "get_gravity_torques",
                   srv.GetGravityTorques.Request(position=q, use_payload=True, payload=payload))
     assert res.success, res.message
     np.testing.assert_allclose(res.effort, R2.g(q) + R2.g_point_mass_at_tool(q, 1.5),
                                rtol=1e-10)
 
     # the node's own model is unchanged afterwards
-    res = r2.call(client_node, srv.GetGravityTorques, "get_gravity_torques",
+    res = r2.call(module_ros_node, srv.GetGravityTorques, "get_gravity_torques",
                   srv.GetGravityTorques.Request(position=q))
     np.testing.assert_allclose(res.effort, R2.g(q), rtol=1e-10)
 
 
-def test_inverse_dynamics_matches_closed_form(client_node, r2):
+def test_inverse_dynamics_matches_closed_form(module_ros_node, r2):
     srv = _srv()
     from geometry_msgs.msg import Wrench
 
     q, qd, qdd = [0.5, 1.0], [1.2, -0.7], [0.3, 2.0]
-    res = r2.call(client_node, srv.InverseDynamics, "inverse_dynamics",
+    res = r2.call(module_ros_node, srv.InverseDynamics, "inverse_dynamics",
                   srv.InverseDynamics.Request(position=q, velocity=qd, acceleration=qdd))
     assert res.success, res.message
     np.testing.assert_allclose(res.effort, R2.tau(q, qd, qdd), rtol=1e-10)
 
     # joint_names in another order: same torques, answered in model order
-    res = r2.call(client_node, srv.InverseDynamics, "inverse_dynamics",
+    res = r2.call(module_ros_node, srv.InverseDynamics, "inverse_dynamics",
                   srv.InverseDynamics.Request(joint_names=["joint2", "joint1"],
                                               position=q[::-1], velocity=qd[::-1],
                                               acceleration=qdd[::-1]))
@@ -227,12 +218,12 @@ def test_inverse_dynamics_matches_closed_form(client_node, r2):
     np.testing.assert_allclose(res.effort, R2.tau(q, qd, qdd), rtol=1e-10)
 
     # empty velocity / acceleration: static, tau = g
-    res = r2.call(client_node, srv.InverseDynamics, "inverse_dynamics",
+    res = r2.call(module_ros_node, srv.InverseDynamics, "inverse_dynamics",
                   srv.InverseDynamics.Request(position=q))
     np.testing.assert_allclose(res.effort, R2.g(q), rtol=1e-10)
 
     # friction: + viscous qd + coulomb sign(qd) (URDF <dynamics>)
-    res = r2.call(client_node, srv.InverseDynamics, "inverse_dynamics",
+    res = r2.call(module_ros_node, srv.InverseDynamics, "inverse_dynamics",
                   srv.InverseDynamics.Request(position=q, velocity=qd, acceleration=qdd,
                                               include_friction=True))
     np.testing.assert_allclose(
@@ -243,7 +234,7 @@ def test_inverse_dynamics_matches_closed_form(client_node, r2):
     F = np.array([3.0, 0.0, -5.0])
     wrench = Wrench()
     wrench.force.x, wrench.force.y, wrench.force.z = F.tolist()
-    res = r2.call(client_node, srv.InverseDynamics, "inverse_dynamics",
+    res = r2.call(module_ros_node, srv.InverseDynamics, "inverse_dynamics",
                   srv.InverseDynamics.Request(position=q, velocity=qd, acceleration=qdd,
                                               wrench_frame="tool", external_wrench=wrench))
     assert res.success, res.message
@@ -251,12 +242,12 @@ def test_inverse_dynamics_matches_closed_form(client_node, r2):
                                rtol=1e-10, atol=1e-12)
 
 
-def test_effective_inertia_of_planar_arm(client_node, r2):
+def test_effective_inertia_of_planar_arm(module_ros_node, r2):
     """Planar: the 3-D translational A has a zero row (y), so the answer is singular; the
     damped Lambda's x-z block is the planar closed form (J2 M^-1 J2^T)^-1."""
     srv = _srv()
     q = [0.3, 1.2]
-    res = r2.call(client_node, srv.GetEffectiveInertia, "get_effective_inertia",
+    res = r2.call(module_ros_node, srv.GetEffectiveInertia, "get_effective_inertia",
                   srv.GetEffectiveInertia.Request(position=q, frame="tool", linear_only=True))
     assert res.success, res.message
     assert res.dimension == 3 and res.singular
@@ -273,7 +264,7 @@ def test_effective_inertia_of_planar_arm(client_node, r2):
     np.testing.assert_allclose(res.eigenvalues[:2], np.linalg.eigvalsh(lam_planar), rtol=1e-6)
 
 
-def test_trajectory_torques_and_effort_limits(client_node, r2):
+def test_trajectory_torques_and_effort_limits(module_ros_node, r2):
     srv = _srv()
     from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
@@ -286,7 +277,7 @@ def test_trajectory_torques_and_effort_limits(client_node, r2):
     for q, qd, qdd in states:
         traj.points.append(JointTrajectoryPoint(positions=q[::-1], velocities=qd[::-1],
                                                 accelerations=qdd[::-1]))
-    res = r2.call(client_node, srv.GetTrajectoryTorques, "get_trajectory_torques",
+    res = r2.call(module_ros_node, srv.GetTrajectoryTorques, "get_trajectory_torques",
                   srv.GetTrajectoryTorques.Request(trajectory=traj))
     assert res.success, res.message
     expected = np.array([R2.tau(q, qd or [0, 0], qdd or [0, 0]) for q, qd, qdd in states])
@@ -303,18 +294,18 @@ def test_trajectory_torques_and_effort_limits(client_node, r2):
 
 # --------------------------------------------------------------------------- 7-DOF vs core, round trip
 
-def test_panda_services_match_core(client_node, panda):
+def test_panda_services_match_core(module_ros_node, panda):
     srv = _srv()
     model = panda.model
     names = list(model.joint_names)
 
-    res = panda.call(client_node, srv.GetMassMatrix, "get_mass_matrix",
+    res = panda.call(module_ros_node, srv.GetMassMatrix, "get_mass_matrix",
                      srv.GetMassMatrix.Request(joint_names=names, position=Q_PANDA.tolist()))
     assert res.success, res.message
     np.testing.assert_allclose(np.reshape(res.mass_matrix, (7, 7)), model.mass_matrix(Q_PANDA),
                                rtol=1e-12, atol=1e-14)
 
-    res = panda.call(client_node, srv.InverseDynamics, "inverse_dynamics",
+    res = panda.call(module_ros_node, srv.InverseDynamics, "inverse_dynamics",
                      srv.InverseDynamics.Request(position=Q_PANDA.tolist(),
                                                  velocity=QD_PANDA.tolist(),
                                                  acceleration=QDD_PANDA.tolist(),
@@ -324,13 +315,13 @@ def test_panda_services_match_core(client_node, panda):
         res.effort, model.inverse_dynamics(Q_PANDA, QD_PANDA, QDD_PANDA, friction=True),
         rtol=1e-12, atol=1e-12)
 
-    res = panda.call(client_node, srv.GetGravityTorques, "get_gravity_torques",
+    res = panda.call(module_ros_node, srv.GetGravityTorques, "get_gravity_torques",
                      srv.GetGravityTorques.Request(position=Q_PANDA.tolist()))
     np.testing.assert_allclose(res.effort, model.gravity_torques(Q_PANDA), rtol=1e-12,
                                atol=1e-12)
 
     for frame, linear in (("", False), ("", True), ("panda_link7", False)):
-        res = panda.call(client_node, srv.GetEffectiveInertia, "get_effective_inertia",
+        res = panda.call(module_ros_node, srv.GetEffectiveInertia, "get_effective_inertia",
                          srv.GetEffectiveInertia.Request(position=Q_PANDA.tolist(),
                                                          frame=frame, linear_only=linear))
         assert res.success, res.message
@@ -351,7 +342,7 @@ def test_panda_services_match_core(client_node, panda):
 
     # panda_link5 moves with 5 joints only: its 6-D Lambda does not exist. The answer is
     # singular=true with the damped Lambda (node damping, default 1e-3): finite numbers.
-    res = panda.call(client_node, srv.GetEffectiveInertia, "get_effective_inertia",
+    res = panda.call(module_ros_node, srv.GetEffectiveInertia, "get_effective_inertia",
                      srv.GetEffectiveInertia.Request(position=Q_PANDA.tolist(),
                                                      frame="panda_link5"))
     assert res.success, res.message
@@ -364,16 +355,16 @@ def test_panda_services_match_core(client_node, panda):
     assert math.isinf(res.eigenvalues[-1]) and np.all(np.isfinite(res.eigenvalues[:5]))
 
 
-def test_inverse_then_forward_dynamics_round_trip(client_node, panda):
+def test_inverse_then_forward_dynamics_round_trip(module_ros_node, panda):
     srv = _srv()
     for friction in (False, True):
-        res = panda.call(client_node, srv.InverseDynamics, "inverse_dynamics",
+        res = panda.call(module_ros_node, srv.InverseDynamics, "inverse_dynamics",
                          srv.InverseDynamics.Request(position=Q_PANDA.tolist(),
                                                      velocity=QD_PANDA.tolist(),
                                                      acceleration=QDD_PANDA.tolist(),
                                                      include_friction=friction))
         assert res.success, res.message
-        back = panda.call(client_node, srv.ForwardDynamics, "forward_dynamics",
+        back = panda.call(module_ros_node, srv.ForwardDynamics, "forward_dynamics",
                           srv.ForwardDynamics.Request(position=Q_PANDA.tolist(),
                                                       velocity=QD_PANDA.tolist(),
                                                       effort=list(res.effort),
@@ -382,7 +373,7 @@ def test_inverse_then_forward_dynamics_round_trip(client_node, panda):
         np.testing.assert_allclose(back.acceleration, QDD_PANDA, rtol=1e-8, atol=1e-9)
 
 
-def test_panda_trajectory_matches_core_batch(client_node, panda):
+def test_panda_trajectory_matches_core_batch(module_ros_node, panda):
     srv = _srv()
     from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
@@ -395,7 +386,7 @@ def test_panda_trajectory_matches_core_batch(client_node, panda):
     traj.points = [JointTrajectoryPoint(positions=a.tolist(), velocities=b.tolist(),
                                         accelerations=c.tolist())
                    for a, b, c in zip(Q, QD, QDD)]
-    res = panda.call(client_node, srv.GetTrajectoryTorques, "get_trajectory_torques",
+    res = panda.call(module_ros_node, srv.GetTrajectoryTorques, "get_trajectory_torques",
                      srv.GetTrajectoryTorques.Request(trajectory=traj))
     assert res.success, res.message
     expected = np.array([model.inverse_dynamics(a, b, c) for a, b, c in zip(Q, QD, QDD)])
@@ -483,12 +474,12 @@ def _bad_requests():
     ]
 
 
-def test_bad_requests_are_refused_and_node_stays_up(client_node, r2):
+def test_bad_requests_are_refused_and_node_stays_up(module_ros_node, r2):
     srv = _srv()
     cases = _bad_requests()
     for service, type_name, kwargs, words in cases:
         srv_type = getattr(srv, type_name)
-        res = r2.call(client_node, srv_type, service, srv_type.Request(**kwargs))
+        res = r2.call(module_ros_node, srv_type, service, srv_type.Request(**kwargs))
         what = f"{service} {kwargs}: {res.message!r}"
         assert not res.success, what
         assert res.message.startswith(r2.prefix + service), what   # names the service
@@ -500,7 +491,7 @@ def test_bad_requests_are_refused_and_node_stays_up(client_node, r2):
 
     # still serving correctly afterwards
     q = [0.2, 0.9]
-    res = r2.call(client_node, srv.GetMassMatrix, "get_mass_matrix",
+    res = r2.call(module_ros_node, srv.GetMassMatrix, "get_mass_matrix",
                   srv.GetMassMatrix.Request(position=q))
     assert res.success, res.message
     np.testing.assert_allclose(np.reshape(res.mass_matrix, (2, 2)), R2.M(q), rtol=1e-10)
@@ -509,7 +500,7 @@ def test_bad_requests_are_refused_and_node_stays_up(client_node, r2):
 # --------------------------------------------------------------------------- no model yet
 
 @pytest.mark.timeout(120)
-def test_no_model_until_robot_description_arrives(client_node, tmp_path_factory):
+def test_no_model_until_robot_description_arrives(module_ros_node, tmp_path_factory):
     """Started without a URDF, the node answers success=false saying why, and serves as soon
     as a robot_description is published (transient local, as robot_state_publisher does)."""
     srv = _srv()
@@ -519,18 +510,18 @@ def test_no_model_until_robot_description_arrives(client_node, tmp_path_factory)
     pub = None
     try:
         server = Server(proc, "nomodel", None)
-        res = server.call(client_node, srv.GetGravityTorques, "get_gravity_torques",
+        res = server.call(module_ros_node, srv.GetGravityTorques, "get_gravity_torques",
                           srv.GetGravityTorques.Request(position=[0.0, 0.0]))
         assert not res.success
         assert "no robot model" in res.message and "get_gravity_torques" in res.message
 
-        pub = client_node.create_publisher(String, "/nomodel/robot_description",
+        pub = module_ros_node.create_publisher(String, "/nomodel/robot_description",
                                            ros_utils.latched_qos())
         pub.publish(String(data=robots.read("planar_2r")))
         q = [0.4, -0.2]
 
         def answered():
-            r = server.call(client_node, srv.GetGravityTorques, "get_gravity_torques",
+            r = server.call(module_ros_node, srv.GetGravityTorques, "get_gravity_torques",
                             srv.GetGravityTorques.Request(position=q))
             return r if r.success else None
 
@@ -538,5 +529,5 @@ def test_no_model_until_robot_description_arrives(client_node, tmp_path_factory)
         np.testing.assert_allclose(res.effort, R2.g(q), rtol=1e-10)
     finally:
         if pub is not None:
-            client_node.destroy_publisher(pub)
+            module_ros_node.destroy_publisher(pub)
         _stop(proc)
