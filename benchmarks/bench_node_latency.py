@@ -60,9 +60,33 @@ def node_qos():
 
 # --------------------------------------------------------------------------- echo process
 
+def _make_executor(kind: str):
+    """'events' (rclpy.experimental.EventsExecutor), 'multi' (3 threads) or single-threaded."""
+    from rclpy.executors import MultiThreadedExecutor, SingleThreadedExecutor
+    if kind == "events":
+        from rclpy.experimental import EventsExecutor
+        return EventsExecutor()
+    if kind == "multi":
+        return MultiThreadedExecutor(num_threads=3)
+    return SingleThreadedExecutor()
+
+
+def _spin(node, executor) -> None:
+    """Spin until Ctrl-C / shutdown, then tear down."""
+    import rclpy
+    from rclpy.executors import ExternalShutdownException
+    executor.add_node(node)
+    try:
+        executor.spin()
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        node.destroy_node()
+        rclpy.try_shutdown()
+
+
 def run_echo(executor_kind: str) -> None:
     import rclpy
-    from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
     from rclpy.node import Node
     from sensor_msgs.msg import JointState
 
@@ -71,47 +95,19 @@ def run_echo(executor_kind: str) -> None:
     sub_qos, pub_qos = node_qos()
     pub = node.create_publisher(JointState, ECHO_TOPIC, pub_qos)
     node.create_subscription(JointState, "joint_states", pub.publish, sub_qos)
-    if executor_kind == "events":
-        from rclpy.experimental import EventsExecutor
-        executor = EventsExecutor()
-    else:
-        executor = SingleThreadedExecutor()
-    executor.add_node(node)
+    executor = _make_executor("events" if executor_kind == "events" else "single")
     print("READY", flush=True)
-    try:
-        executor.spin()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        node.destroy_node()
-        rclpy.try_shutdown()
+    _spin(node, executor)
 
 
 def run_node_with(executor_kind: str, ros_args: list[str]) -> None:
     """DynamicsNode (the real class) spun by another executor: where does the time go?"""
     import rclpy
-    from rclpy.executors import (ExternalShutdownException, MultiThreadedExecutor,
-                                 SingleThreadedExecutor)
 
     from manip_dynamics.nodes.dynamics_node import DynamicsNode
 
     rclpy.init(args=["--ros-args", *ros_args])
-    node = DynamicsNode()
-    if executor_kind == "events":
-        from rclpy.experimental import EventsExecutor
-        executor = EventsExecutor()
-    elif executor_kind == "single":
-        executor = SingleThreadedExecutor()
-    else:
-        executor = MultiThreadedExecutor(num_threads=3)
-    executor.add_node(node)
-    try:
-        executor.spin()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        node.destroy_node()
-        rclpy.try_shutdown()
+    _spin(DynamicsNode(), _make_executor(executor_kind))
 
 
 # --------------------------------------------------------------------------- driver
