@@ -29,7 +29,7 @@ frame origin; sigma (k,) singular values of J^T, descending; damped: True when s
 sigma < threshold (F is then the damped estimate). Batched: leading N axis on each."""
 
 
-def tip_wrench(model, q, r, frame, threshold=0.05, linear_only=False):
+def tip_wrench(model, q, r, frame, threshold=0.01, linear_only=False):
     """F = (J^T)^+ r: the wrench at ``frame``'s origin that best explains r, by a
     thresholded damped SVD. q, r (n,) or (N, n); threshold eps > 0 in J's units (m for
     the force rows of a revolute arm, 1 for the moment rows).
