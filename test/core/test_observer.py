@@ -682,3 +682,21 @@ def test_mujoco_one_percent_torque_noise(panda, tracking_runs):
     free = run["t"] < 1.5
     assert np.abs(r[free]).max() < 0.5 * ENTER                  # margin of the thresholds
     assert error < 0.05
+
+
+# =================================================================== README example
+def test_readme_contact_example_runs_and_says_true():
+    """The README's "Contact awareness (core)" block runs, and its comments hold."""
+    import os
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    with open(os.path.join(root, "README.md"), encoding="utf-8") as fh:
+        text = fh.read()
+    section = text[text.index("### Contact awareness (core)"):]
+    code = section[section.index("```python\n") + 10:section.index("```\n", 10)]
+    scope = {}
+    exec(compile(code, "README.md", "exec"), scope)
+    model, q, F, r = scope["model"], scope["q"], scope["F"], scope["r"]
+    np.testing.assert_allclose(r, model.jacobian(q, "panda_link8").T @ F,
+                               atol=1e-4 * np.abs(F).max())
+    np.testing.assert_allclose(scope["wrench"], F, atol=1e-4 * np.abs(F).max())
+    assert scope["state"].link == "panda_link6" and scope["state"].in_contact
