@@ -46,8 +46,8 @@ def tip_wrench(model, q, r, frame, threshold=0.01, linear_only=False):
     cannot see is reported as 0 instead of noise / s). Why not the dynamically consistent
     Lambda J M^-1 r: docs/math.md section 8. -> :class:`WrenchEstimate`.
     """
-    if not float(threshold) > 0:
-        raise InputError(f"threshold must be > 0, got {threshold!r}")
+    if not (isinstance(threshold, (int, float)) and threshold > 0):
+        raise InputError(f"threshold must be a number > 0, got {threshold!r}")
     J = model.jacobian(q, frame)
     r = np.asarray(r, dtype=float)
     if r.shape != np.shape(q):
@@ -206,7 +206,11 @@ def contact_point(model, q, r, link, topology=None, segment=None, samples=101):
     segment: (2, 3) endpoints in root axes, default :func:`link_segment`.
     -> :class:`ContactPoint` or None.
     """
+    if not (isinstance(samples, int) and samples >= 3):
+        raise InputError(f"samples must be an int >= 3, got {samples!r}")
     topology = arm_topology(model) if topology is None else topology
+    if link not in topology.moves:
+        raise InputError(f"unknown link {link!r}; links: {', '.join(topology.moves)}")
     S = topology.moves[link]
     r_S = np.asarray(r, dtype=float)[S]
     if S.sum() < 4 or not np.linalg.norm(r_S) > 0:

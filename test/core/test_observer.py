@@ -700,3 +700,18 @@ def test_readme_contact_example_runs_and_says_true():
                                atol=1e-4 * np.abs(F).max())
     np.testing.assert_allclose(scope["wrench"], F, atol=1e-4 * np.abs(F).max())
     assert scope["state"].link == "panda_link6" and scope["state"].in_contact
+
+
+def test_contact_api_refuses_bad_arguments(panda):
+    _, model = panda
+    q = np.zeros(7)
+    with pytest.raises(InputError, match="threshold"):
+        tip_wrench(model, q, np.zeros(7), model.default_tip, threshold=0.0)
+    with pytest.raises(InputError, match="r must"):
+        tip_wrench(model, q, np.zeros(6), model.default_tip)
+    with pytest.raises(InputError, match=r"r\[2\]"):
+        tip_wrench(model, q, [0, 0, np.nan, 0, 0, 0, 0], model.default_tip)
+    with pytest.raises(InputError, match="unknown link 'nowhere'"):
+        contact_point(model, q, np.ones(7), "nowhere")
+    with pytest.raises(InputError, match="samples"):
+        contact_point(model, q, np.ones(7), "panda_link7", samples=2)
