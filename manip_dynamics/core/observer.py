@@ -245,11 +245,25 @@ class MomentumObserver:
             raise InputError(f"stale sample t[{k}] = {t[k]!r} s: not after the previous "
                              "sample (duplicate or out of order)")
         P, B = self.momentum_and_beta(q, qd, tau)
+        started = self._t is not None         # prepend the last accepted sample, if any
+        T = np.concatenate(([self._t], t)) if started else t
+        PP = np.vstack((self._p, P)) if started else P
+        BB = np.vstack((self._beta, B)) if started else B
+        h = np.diff(T)
+        one_minus_a, U = step_terms(self.gains, h[:, None], PP[:-1], PP[1:], BB[:-1], BB[1:])
         out = np.empty_like(P)
-        for k in range(t.shape[0]):
-            self._accept(t[k], P[k], B[k])
-            out[k] = self._r - self.bias
-        return out
+        r = out[0] = self._r                  # (overwritten below if started)
+        first = 0 if started else 1
+        for k in range(h.shape[0]):
+            r = self._gap(r) if h[k] > self.max_dt else r + one_minus_a[k] * (U[k] - r)
+            out[k + first] = r
+        self._r, self._t, self._p, self._beta = r.copy(), float(t[-1]), P[-1], B[-1]
+        return out - self.bias
+
+    def _gap(self, r):
+        """r after a gap (module docstring): held (bridge) or 0 (reset); counts the gap."""
+        self.gaps += 1
+        return np.zeros(self.n) if self.gap == "reset" else r
 
     def _accept(self, t, p, beta):
         """The state transition for an already-validated sample (t after the last one).
@@ -258,9 +272,7 @@ class MomentumObserver:
             event = "start"
         elif t - self._t > self.max_dt:
             event = "gap_bridged" if self.gap == "bridge" else "gap_reset"
-            self.gaps += 1
-            if self.gap == "reset":
-                self._r = np.zeros(self.n)
+            self._r = self._gap(self._r)
         else:
             event = "step"
             self._r = exact_step(self._r, self.gains, t - self._t, self._p, p, self._beta, beta)
@@ -268,11 +280,16 @@ class MomentumObserver:
         return event
 
 
+def step_terms(gains, h, p0, p1, beta0, beta1):
+    """(1 - a, u) of the exact step: a = exp(-gains h), u = (p1 - p0) / h - (beta0 + beta1)/2.
+    Broadcasts: one step ((n,) arrays, scalar h) or N steps ((N, n) arrays, h (N, 1))."""
+    return -np.expm1(-gains * h), (p1 - p0) / h - 0.5 * (beta0 + beta1)
+
+
 def exact_step(r, gains, h, p0, p1, beta0, beta1):
     """r_{k+1} = a r_k + (1 - a) u, a = exp(-gains h), u = (p1 - p0) / h - (beta0 + beta1) / 2.
 
     The exact solution over one step of dr/dt = K_O (u - r) with u constant (module
     docstring, (A1)-(A2)). r, gains, p0, p1, beta0, beta1 (n,); h > 0 s."""
-    one_minus_a = -np.expm1(-gains * h)
-    u = (p1 - p0) / h - 0.5 * (beta0 + beta1)
+    one_minus_a, u = step_terms(gains, h, p0, p1, beta0, beta1)
     return r + one_minus_a * (u - r)
