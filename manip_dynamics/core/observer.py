@@ -177,8 +177,8 @@ class MomentumObserver:
         M = self.model.mass_matrix(q)
         C = self.model.coriolis_matrix(q, qd)
         qd = np.asarray(qd, dtype=float)
-        p = np.einsum("...ij,...j->...i", M, qd)
-        beta = tau + np.einsum("...ji,...j->...i", C, qd)
+        p = (M @ qd[..., None])[..., 0]                    # M qd
+        beta = tau + (qd[..., None, :] @ C)[..., 0, :]      # + C^T qd
         if self.effort == "total":
             beta = beta - self.model.gravity_torques(q)
         if self.friction:
