@@ -232,9 +232,12 @@ class MomentumObserver:
 
         The whole batch is checked first: on any bad sample (named in the InputError) the
         state is unchanged."""
-        t = np.array(t, dtype=float)
-        if t.ndim != 1 or np.ndim(q) != 2 or np.shape(q)[0] != t.shape[0]:
-            raise InputError(f"run needs t (N,) and q (N, {self.n}), got {t.shape} and "
+        try:
+            t = np.array(t, dtype=float)
+        except (TypeError, ValueError):
+            raise InputError("t must be an (N,) array of times (s)") from None
+        if t.ndim != 1 or np.ndim(q) != 2 or np.shape(q)[0] != t.shape[0] or not t.size:
+            raise InputError(f"run needs t (N,) and q (N, {self.n}), N >= 1, got {t.shape} and "
                              f"{np.shape(q)}")
         if not np.isfinite(t).all():
             raise InputError(f"t[{int(np.argmax(~np.isfinite(t)))}] is not finite")

@@ -290,6 +290,10 @@ def test_run_equals_update_sequence_and_refuses_bad_batches(arm):
         a.run(t + 10, q, qd, tau_bad)
     with pytest.raises(InputError, match="stale"):
         a.run(t, q, qd, tau)                                    # not after the last sample
+    with pytest.raises(InputError, match="N >= 1"):
+        a.run(t[:0], q[:0], qd[:0], tau[:0])
+    with pytest.raises(InputError, match=r"q \(N, 2\)"):
+        a.run(t + 10, q[:-1], qd, tau)
     assert a.time == t[-1]
     np.testing.assert_array_equal(a.residual, batch[-1])
 
