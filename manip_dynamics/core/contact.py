@@ -1,0 +1,251 @@
+"""Contact awareness from the momentum observer's residual r ~ tau_ext (n,).
+
+* :func:`tip_wrench`: F = (J^T)^+ r at a frame, by a thresholded damped SVD;
+* :class:`ContactDetector`: per-joint thresholds with hysteresis, isolation of the most
+  distal link in contact;
+* :func:`contact_point`: where on the isolated link a single contact force acts, when the
+  residual determines it.
+
+Conventions (RobotModel's): a wrench F = [f; m] (N, N*m) acts ON the arm at the ORIGIN of
+a frame, in ROOT axes, and maps to joint torques tau_ext = J(q)^T F with J that frame's
+(6, n) Jacobian (rows [v; w]). Derivations and the choices made: docs/math.md section 8.
+Only RobotModel's public API is used (jacobian, frame_pose, frame_names, joint_names).
+"""
+from __future__ import annotations
+
+from collections import namedtuple
+
+import numpy as np
+
+from .errors import InputError
+from .observer import _positive_vector
+
+# ============================================================================ tip wrench
+WrenchEstimate = namedtuple("WrenchEstimate", "F sigma damped")
+WrenchEstimate.__doc__ = """Result of :func:`tip_wrench`.
+
+F (k,) the wrench [f; m] (k = 6) or the force f (k = 3, linear_only), root axes, at the
+frame origin; sigma (k,) singular values of J^T, descending; damped: True when some
+sigma < threshold (F is then the damped estimate). Batched: leading N axis on each."""
+
+
+def tip_wrench(model, q, r, frame, threshold=0.01, linear_only=False):
+    """F = (J^T)^+ r: the wrench at ``frame``'s origin that best explains r, by a
+    thresholded damped SVD. q, r (n,) or (N, n); threshold eps > 0 in J's units (m for
+    the force rows of a revolute arm, 1 for the moment rows).
+
+    With J^T = U diag(sigma) V^T (J the (6, n) Jacobian, or its 3 linear rows)::
+
+        F = V diag(phi(sigma)) U^T r,  phi(s) = 1/s          for s >= eps
+                                       phi(s) = s / eps^2    for s <  eps
+
+    i.e. the Moore-Penrose least-squares solution (min ||J^T F - r||, then min ||F||)
+    while every singular value is above eps, and damped least squares with the
+    per-direction damping lambda^2 = eps^2 - s^2 below it: continuous at eps, never a gain
+    above 1/eps, and 0 along an exactly singular direction (the part of F the torques
+    cannot see is reported as 0 instead of noise / s). Why not the dynamically consistent
+    Lambda J M^-1 r: docs/math.md section 8. -> :class:`WrenchEstimate`.
+    """
+    if not (isinstance(threshold, (int, float)) and threshold > 0):
+        raise InputError(f"threshold must be a number > 0, got {threshold!r}")
+    J = model.jacobian(q, frame)
+    r = np.asarray(r, dtype=float)
+    if r.shape != np.shape(q):
+        raise InputError(f"r must have the shape of q {np.shape(q)}, got {r.shape}")
+    if not np.isfinite(r).all():
+        raise InputError(f"r[{int(np.argmax(~np.isfinite(r.ravel())))}] is not finite")
+    JT = np.swapaxes(J[..., :3, :] if linear_only else J, -1, -2)      # (..., n, k)
+    U, s, Vt = np.linalg.svd(JT, full_matrices=False)
+    eps = float(threshold)
+    phi = np.where(s >= eps, 1.0 / np.maximum(s, eps), s / eps ** 2)
+    F = np.einsum("...ji,...j,...kj,...k->...i", Vt, phi, U, r)
+    return WrenchEstimate(F, s, (s < eps).any(axis=-1))
+
+
+# ============================================================================ topology
+ArmTopology = namedtuple("ArmTopology", "joint_link frame_joint moves")
+ArmTopology.__doc__ = """Which coordinates move which links (from the Jacobians' structure).
+
+joint_link (n,) the link each coordinate's joint moves directly (its child link);
+frame_joint {frame: index of the last coordinate moving it, -1 if none}; moves
+{frame: (n,) bool, coordinate j moves the frame}: the frame's ancestor coordinates."""
+
+
+def arm_topology(model):
+    """:class:`ArmTopology` of ``model``: coordinate j moves frame L iff column j of L's
+    Jacobian is non-zero (a revolute column holds the unit axis in its angular rows, a
+    prismatic one in its linear rows, so an ancestor's column is never zero; a
+    non-ancestor's is exactly zero). Coordinates are in depth-first order, so the last
+    moving coordinate is the deepest; a joint's child link is the first frame (in
+    ``frame_names`` order) whose deepest coordinate it is."""
+    q0 = np.zeros(model.n)
+    moves = {f: np.any(model.jacobian(q0, f) != 0.0, axis=0) for f in model.frame_names}
+    frame_joint = {f: (int(np.flatnonzero(m)[-1]) if m.any() else -1) for f, m in moves.items()}
+    joint_link = []
+    for j, name in enumerate(model.joint_names):
+        links = [f for f in model.frame_names if frame_joint[f] == j]
+        if not links:
+            raise InputError(f"joint {name!r} moves no frame")
+        joint_link.append(links[0])
+    return ArmTopology(tuple(joint_link), frame_joint, moves)
+
+
+def most_distal(topology, active):
+    """Index of the most distal active coordinate: active (n,) bool; an active joint none of
+    whose descendants is active (the last one in q order if several branches are), -1 if
+    none. On a serial chain: the last active index."""
+    idx = np.flatnonzero(active)
+    for j in idx[::-1]:
+        below = [k for k in idx if k != j and topology.moves[topology.joint_link[k]][j]]
+        if not below:
+            return int(j)
+    return -1
+
+
+# ============================================================================ detection
+ContactState = namedtuple("ContactState",
+                          "in_contact joint link detection_time residual_norm event")
+ContactState.__doc__ = """Result of :meth:`ContactDetector.update`.
+
+in_contact bool; joint (index, -1 if none) and link (name, "" if none) isolated; the time
+the contact was entered (s, nan when not in contact); residual_norm ||r|| (N*m, mixed
+units on a prismatic arm); event: "enter", "leave" or "" for this sample."""
+
+
+class ContactDetector:
+    """Per-joint thresholds with hysteresis on the residual r (n,).
+
+    Enter contact when |r_i| > enter_i for some joint i; leave it when |r_i| <= leave_i
+    for every joint (0 < leave_i <= enter_i: a residual hovering around one threshold
+    cannot toggle the state). While in contact, the joints with |r_i| > leave_i carry it
+    and the isolated joint is the most distal of them (:func:`most_distal`): a contact
+    on link L acts on L's ancestor coordinates only, so the coordinates after L's joint
+    read zero. The contact lies on the isolated joint's child link or on a link after it
+    whose own joint's residual is below leave (e.g. a force through that joint's axis):
+    the isolated link is the most distal link the residual proves to be loaded.
+    """
+
+    def __init__(self, model, enter, leave=None):
+        self.topology = arm_topology(model)
+        self.joint_names = model.joint_names
+        self.enter = _positive_vector(enter, model.n, "enter")
+        self.leave = (self.enter / 2 if leave is None
+                      else _positive_vector(leave, model.n, "leave"))
+        if (self.leave > self.enter).any():
+            i = int(np.argmax(self.leave > self.enter))
+            raise InputError(f"leave[{i}] = {self.leave[i]} must be <= enter[{i}] = "
+                             f"{self.enter[i]} (joint {self.joint_names[i]!r})")
+        self.reset()
+
+    def reset(self):
+        """Forget the contact (state: free)."""
+        self.in_contact = False
+        self.detection_time = float("nan")
+
+    def update(self, t, r):
+        """Advance the hysteresis with the residual r (n,) at time t (s). -> ContactState."""
+        r = np.asarray(r, dtype=float)
+        if r.shape != self.enter.shape or not np.isfinite(r).all():
+            raise InputError(f"r must be a finite ({self.enter.shape[0]},) vector, got "
+                             f"{r.shape if r.shape != self.enter.shape else r}")
+        a = np.abs(r)
+        event = ""
+        if not self.in_contact and (a > self.enter).any():
+            self.in_contact, self.detection_time, event = True, float(t), "enter"
+        elif self.in_contact and (a <= self.leave).all():
+            self.in_contact, self.detection_time, event = False, float("nan"), "leave"
+        j = most_distal(self.topology, a > self.leave) if self.in_contact else -1
+        link = self.topology.joint_link[j] if j >= 0 else ""
+        return ContactState(self.in_contact, j, link, self.detection_time,
+                            float(np.linalg.norm(r)), event)
+
+
+# ============================================================================ contact point
+ContactPoint = namedtuple("ContactPoint", "point force s fit segment")
+ContactPoint.__doc__ = """Result of :func:`contact_point` (root frame, m and N).
+
+point (3,) estimated contact point on the segment; force (3,) the force acting there;
+s in [0, 1] its place on the segment a + s (b - a); fit = ||r_S - A(s) f|| / ||r_S||
+(0 for a perfect single-force explanation); segment (2, 3) the endpoints a, b used."""
+
+
+def link_segment(model, topology, q, link):
+    """(2, 3) endpoints, root frame, of ``link``'s default segment: from its origin to the
+    origin of the child link(s) of the next joint(s) (their mean if the chain branches);
+    for a last link, to the farthest frame fixed to it (a tip, a hand), else a point."""
+    j = topology.frame_joint[link]
+    a = model.frame_pose(q, link)[:3, 3]
+    children = [topology.joint_link[k] for k in range(len(topology.joint_link))
+                if k != j and topology.moves[topology.joint_link[k]][j] and
+                _parent_joint(topology, topology.joint_link[k]) == j]
+    if children:
+        b = np.mean([model.frame_pose(q, c)[:3, 3] for c in children], axis=0)
+    else:
+        fixed = [f for f, jj in topology.frame_joint.items() if jj == j]
+        ends = [model.frame_pose(q, f)[:3, 3] for f in fixed]
+        b = max(ends, key=lambda p: float(np.linalg.norm(p - a)))
+    return np.array([a, b])
+
+
+def _parent_joint(topology, link):
+    """The deepest coordinate moving ``link`` other than its own joint, -1 if none."""
+    m = topology.moves[link].copy()
+    m[topology.frame_joint[link]] = False
+    return int(np.flatnonzero(m)[-1]) if m.any() else -1
+
+
+def contact_point(model, q, r, link, topology=None, segment=None, samples=101):
+    """Point p on ``link``'s segment and force f with J_v(p)[:, S]^T f = r_S, S the
+    coordinates moving the link (a single contact force, no contact moment).
+
+    J_v(p) = J_v(o) - [p - o]x J_w(o) (o the link origin) is affine in p, so the
+    least-squares misfit e(s) = min_f ||J_v(p(s))_S^T f - r_S|| along p(s) = a + s (b - a)
+    is searched on a grid of ``samples`` points, then on a grid 1/(samples-1) wide around the
+    best one (resolution 1e-4 of the segment for 101 samples). Identifiable only when
+    |S| >= 4 (3 unknowns of f plus s): returns None for fewer coordinates, or when r_S is 0.
+    segment: (2, 3) endpoints in root axes, default :func:`link_segment`.
+    -> :class:`ContactPoint` or None.
+    """
+    if not (isinstance(samples, int) and samples >= 3):
+        raise InputError(f"samples must be an int >= 3, got {samples!r}")
+    topology = arm_topology(model) if topology is None else topology
+    if link not in topology.moves:
+        raise InputError(f"unknown link {link!r}; links: {', '.join(topology.moves)}")
+    S = topology.moves[link]
+    r_S = np.asarray(r, dtype=float)[S]
+    if S.sum() < 4 or not np.linalg.norm(r_S) > 0:
+        return None
+    ab = link_segment(model, topology, q, link) if segment is None else np.asarray(segment, float)
+    J = model.jacobian(q, link)
+    o = model.frame_pose(q, link)[:3, 3]
+    grid = np.linspace(0.0, 1.0, samples)
+    best = _best_on_segment(J, o, ab, S, r_S, grid)
+    h = 1.0 / (samples - 1)
+    fine = np.clip(np.linspace(grid[best] - h, grid[best] + h, samples), 0.0, 1.0)
+    k = _best_on_segment(J, o, ab, S, r_S, fine)
+    s = fine[k]
+    p = ab[0] + s * (ab[1] - ab[0])
+    A = _force_map(J, o, p[None], S)[0]
+    f, *_ = np.linalg.lstsq(A, r_S, rcond=None)
+    fit = float(np.linalg.norm(A @ f - r_S) / np.linalg.norm(r_S))
+    return ContactPoint(p, f, float(s), fit, ab)
+
+
+def _force_map(J, o, points, S):
+    """(P, |S|, 3): A = J_v(p)[:, S]^T for each point p (P, 3), with
+    J_v(p) = J_v(o) - [p - o]x J_w(o)."""
+    d = points - o                                              # (P, 3)
+    Jv, Jw = J[:3][:, S], J[3:][:, S]                           # (3, m)
+    cross = np.cross(d[:, :, None], Jw[None], axis=1)           # d x (J_w column), (P, 3, m)
+    return np.swapaxes(Jv[None] - cross, 1, 2)
+
+
+def _best_on_segment(J, o, ab, S, r_S, s):
+    """Index of the s (grid) whose point has the smallest least-squares misfit."""
+    pts = ab[0] + s[:, None] * (ab[1] - ab[0])
+    A = _force_map(J, o, pts, S)                                # (P, m, 3)
+    U, sig, _ = np.linalg.svd(A, full_matrices=False)
+    keep = sig > 1e-12 * sig[:, :1]
+    coef = np.einsum("pmi,m->pi", U, r_S) * keep
+    misfit = r_S @ r_S - np.sum(coef ** 2, axis=1)
+    return int(np.argmin(misfit))

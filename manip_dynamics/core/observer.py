@@ -1,0 +1,298 @@
+"""Generalized-momentum observer: the external joint torques an arm feels, from joint states.
+
+Model (``RobotModel``'s convention, g on the left-hand side)::
+
+    M(q) qdd + C(q, qd) qd + g(q) + tau_fr(qd) = tau_m + tau_ext
+
+The generalized momentum p = M(q) qd obeys dp/dt = M qdd + dM/dt qd, and dM/dt = C + C^T
+(Christoffel factorization, docs/math.md section 8), so::
+
+    dp/dt = beta + tau_ext,      beta = tau_m + C^T(q, qd) qd - g(q) - tau_fr(qd)
+
+``beta`` needs no acceleration. The residual (De Luca's momentum observer)::
+
+    r(t) = K_O (p(t) - p(0) - integral_0^t (beta + r) ds),  K_O = diag(k_i) > 0
+
+satisfies dr/dt = K_O (tau_ext - r): per joint, a first-order low-pass of tau_ext with
+time constant 1 / k_i (units 1/s); r(0) = 0.
+
+Exact discretisation (a variable time step h_k = t_{k+1} - t_k)
+----------------------------------------------------------------
+Let w(t) = p(t) - integral beta ds; then dr/dt = K_O (dw/dt - r). Over one step, assume
+
+(A1) dw/dt is constant over the step (equivalently, tau_ext is constant over it), and
+(A2) beta is linear in t over the step, so its integral is the trapezoid
+     h (beta_k + beta_{k+1}) / 2 (the model terms held at the two samples);
+
+p itself is sampled exactly at both ends, so Delta p = p_{k+1} - p_k carries no
+approximation. Then dw/dt = u_k = (Delta p - h (beta_k + beta_{k+1}) / 2) / h over the step
+and the linear ODE dr/dt = K_O (u_k - r) has the exact per-joint solution::
+
+    r_{k+1} = a r_k + (1 - a) u_k,     a = exp(-k_i h)   (computed as 1 - a = -expm1(-k_i h))
+
+For a constant tau_ext this reproduces r(t) = (1 - exp(-k_i t)) tau_ext at every sample,
+whatever the (variable) steps, since the exponentials compose. It is stable for every
+k_i h > 0 (0 < a < 1), where forward Euler (r_{k+1} = r_k + k_i (h u_k - h r_k), its
+first-order expansion) diverges for k_i h > 2. What is not exact: a tau_ext that varies
+within a step (r responds to its step average) and the O(h^3) per-step trapezoid error of
+the beta integral (A2).
+
+The measured torque ``tau`` means, by ``effort``:
+
+* ``"total"``: tau = tau_m, the total motor torque;
+* ``"minus_gravity"``: tau = tau_m - g(q) (drivers that report gravity-compensated
+  torque); then beta = tau + C^T qd - tau_fr and g(q) is never evaluated.
+
+Friction: ``friction=True`` subtracts the model's ``friction_torques(qd)``
+(``RobotModel.with_friction``); otherwise unmodelled friction appears in r.
+
+Stream rules (every sample is (t, q, qd, tau), t in s):
+
+* bad sample (non-finite t/q/qd/tau, wrong length, t not after the last sample's t):
+  ``InputError`` naming the culprit, state unchanged; it is never integrated;
+* a gap (t - t_last > ``max_dt``): the beta integral over it would be a guess, so that step
+  is not integrated. ``gap="bridge"`` (default) holds r and restarts the integral at the
+  new sample; ``gap="reset"`` sets r = 0 and restarts there. Neither can produce a
+  spike; r then follows tau_ext again with time constant 1/k_i.
+
+Bias zeroing: :meth:`MomentumObserver.zero` stores the current residual as a bias
+(a steady model error or sensor offset, taken while the arm is known to be free);
+:attr:`MomentumObserver.residual` is r - bias.
+
+Only ``RobotModel``'s public API is used (mass_matrix, coriolis_matrix, gravity_torques,
+friction_torques).
+"""
+from __future__ import annotations
+
+import math
+from collections import namedtuple
+
+import numpy as np
+
+from .errors import InputError
+
+EFFORT_MEANINGS = ("total", "minus_gravity")
+GAP_POLICIES = ("bridge", "reset")
+
+ObserverStep = namedtuple("ObserverStep", "residual event dt")
+ObserverStep.__doc__ = """Result of one :meth:`MomentumObserver.update`.
+
+residual (n,) r - bias (N*m or N); event: "start" (first sample after construction or
+reset), "step" (integrated), "gap_bridged" / "gap_reset" (dt > max_dt, see the module
+docstring); dt: the time since the previous sample (s, nan at "start")."""
+
+
+def _positive_vector(x, n, name):
+    """A scalar or (n,) array of finite values > 0 -> read-only (n,) float array."""
+    try:
+        a = np.array(x, dtype=float)
+    except (TypeError, ValueError):
+        raise InputError(f"{name} must be numeric, got {x!r}") from None
+    a = np.broadcast_to(a, (n,)).copy() if a.ndim == 0 else a
+    if a.shape != (n,):
+        raise InputError(f"{name} must be a scalar or shape ({n},), got {a.shape}")
+    bad = ~(np.isfinite(a) & (a > 0))
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise InputError(f"{name}[{i}] = {a[i]} must be finite and > 0")
+    a.setflags(write=False)
+    return a
+
+
+def _choice(x, allowed, name):
+    if x not in allowed:
+        raise InputError(f"{name} must be one of {allowed}, got {x!r}")
+    return x
+
+
+class MomentumObserver:
+    """Residual r ~ tau_ext (n,) of one arm, updated sample by sample (module docstring).
+
+    model: a RobotModel; gains: K_O, scalar or (n,), 1/s; effort: "total" or
+    "minus_gravity"; friction: subtract model.friction_torques(qd); max_dt (s): larger
+    steps are gaps; gap: "bridge" or "reset".
+
+    Example::
+
+        obs = MomentumObserver(model, gains=50.0)
+        for t, q, qd, tau in stream:
+            r = obs.update(t, q, qd, tau).residual     # (n,) N*m
+    """
+
+    def __init__(self, model, gains, effort="total", friction=False, max_dt=0.05,
+                 gap="bridge"):
+        self.model = model
+        self.n = model.n
+        self.gains = _positive_vector(gains, self.n, "gains")
+        self.effort = _choice(effort, EFFORT_MEANINGS, "effort")
+        self.gap = _choice(gap, GAP_POLICIES, "gap")
+        if not isinstance(friction, (bool, np.bool_)):
+            raise InputError(f"friction must be a bool, got {friction!r}")
+        self.friction = bool(friction)
+        self.max_dt = float(_positive_vector(max_dt, 1, "max_dt")[0])
+        self.bias = np.zeros(self.n)
+        self.gaps = 0                  # number of gaps met since construction
+        self.reset()
+
+    # ------------------------------------------------------------------ state
+    def reset(self, clear_bias=False):
+        """r = 0 and the integral restarts at the next sample (the new p(0)); the bias is
+        kept unless clear_bias."""
+        self._r = np.zeros(self.n)
+        self._t = None                 # time, p and beta of the last integrated sample
+        self._p = None
+        self._beta = None
+        if clear_bias:
+            self.bias = np.zeros(self.n)
+
+    def zero(self):
+        """bias = the current raw residual, so :attr:`residual` reads 0 now (call it while
+        the arm is free of contact: it removes a steady model error, not a contact)."""
+        self.bias = self._r.copy()
+
+    @property
+    def residual(self):
+        """r - bias (n,), N*m (revolute) or N (prismatic): the external joint torques."""
+        return self._r - self.bias
+
+    @property
+    def raw_residual(self):
+        """r (n,) before the bias is removed."""
+        return self._r.copy()
+
+    @property
+    def time(self):
+        """t of the last accepted sample (s), None before the first one."""
+        return self._t
+
+    # ------------------------------------------------------------------ model terms
+    def momentum_and_beta(self, q, qd, tau):
+        """p = M(q) qd and beta = tau_m + C(q, qd)^T qd - g(q) - tau_fr(qd), each (n,) or,
+        for (N, n) inputs, (N, n) (one batched model call per term).
+
+        tau is the measured torque in the observer's ``effort`` meaning. InputError (from
+        the model, or naming tau) on a wrong shape or a non-finite value."""
+        q_shape = np.shape(q)
+        tau = self._checked_tau(tau, q_shape)
+        M = self.model.mass_matrix(q)
+        C = self.model.coriolis_matrix(q, qd)
+        qd = np.asarray(qd, dtype=float)
+        p = (M @ qd[..., None])[..., 0]                    # M qd
+        beta = tau + (qd[..., None, :] @ C)[..., 0, :]      # + C^T qd
+        if self.effort == "total":
+            beta = beta - self.model.gravity_torques(q)
+        if self.friction:
+            beta = beta - self.model.friction_torques(qd)
+        return p, beta
+
+    def _checked_tau(self, tau, q_shape):
+        try:
+            a = np.array(tau, dtype=float)
+        except (TypeError, ValueError):
+            raise InputError(f"tau must be numeric, got {type(tau).__name__}") from None
+        if a.shape != q_shape:
+            raise InputError(f"tau must have the shape of q {q_shape}, got {a.shape}")
+        bad = ~np.isfinite(a)
+        if bad.any():
+            idx = tuple(int(i) for i in np.argwhere(bad)[0])
+            raise InputError(f"tau{list(idx)} (joint {self.model.joint_names[idx[-1]]!r}) "
+                             f"is {a[idx]}")
+        return a
+
+    # ------------------------------------------------------------------ the update
+    def update(self, t, q, qd, tau):
+        """Accept one sample (t s, q, qd, tau each (n,)) and advance r by the exact step
+        r_{k+1} = a r_k + (1 - a) u_k (module docstring). -> :class:`ObserverStep`.
+
+        InputError (state unchanged) for a bad sample or t not after the last sample."""
+        t = self._checked_time(t)
+        if np.ndim(q) != 1:
+            raise InputError(f"q must have shape ({self.n},), got {np.shape(q)}")
+        p, beta = self.momentum_and_beta(q, qd, tau)
+        dt = math.nan if self._t is None else t - self._t
+        event = self._accept(t, p, beta)
+        return ObserverStep(self.residual, event, dt)
+
+    def _checked_time(self, t):
+        try:
+            t = float(t)
+        except (TypeError, ValueError):
+            raise InputError(f"t must be a real number (s), got {t!r}") from None
+        if not math.isfinite(t):
+            raise InputError(f"t = {t} is not finite")
+        if self._t is not None and t <= self._t:
+            raise InputError(f"stale sample: t = {t!r} s is not after the last sample's "
+                             f"t = {self._t!r} s (duplicate or out of order); not integrated")
+        return t
+
+    def run(self, t, q, qd, tau):
+        """Feed a recorded stream: t (N,) s increasing, q, qd, tau (N, n). -> (N, n)
+        residuals r - bias after each sample, exactly as N calls of :meth:`update` (same
+        gap rule), with the model terms computed in one batched call per term.
+
+        The whole batch is checked first: on any bad sample (named in the InputError) the
+        state is unchanged."""
+        try:
+            t = np.array(t, dtype=float)
+        except (TypeError, ValueError):
+            raise InputError("t must be an (N,) array of times (s)") from None
+        if t.ndim != 1 or np.ndim(q) != 2 or np.shape(q)[0] != t.shape[0] or not t.size:
+            raise InputError(f"run needs t (N,) and q (N, {self.n}), N >= 1, got {t.shape} and "
+                             f"{np.shape(q)}")
+        if not np.isfinite(t).all():
+            raise InputError(f"t[{int(np.argmax(~np.isfinite(t)))}] is not finite")
+        prev = -np.inf if self._t is None else self._t
+        steps = np.diff(np.concatenate(([prev], t)))
+        if (steps <= 0).any():
+            k = int(np.argmax(steps <= 0))
+            raise InputError(f"stale sample t[{k}] = {t[k]!r} s: not after the previous "
+                             "sample (duplicate or out of order)")
+        P, B = self.momentum_and_beta(q, qd, tau)
+        started = self._t is not None         # prepend the last accepted sample, if any
+        T = np.concatenate(([self._t], t)) if started else t
+        PP = np.vstack((self._p, P)) if started else P
+        BB = np.vstack((self._beta, B)) if started else B
+        h = np.diff(T)
+        one_minus_a, U = step_terms(self.gains, h[:, None], PP[:-1], PP[1:], BB[:-1], BB[1:])
+        out = np.empty_like(P)
+        r = out[0] = self._r                  # (overwritten below if started)
+        first = 0 if started else 1
+        for k in range(h.shape[0]):
+            r = self._gap(r) if h[k] > self.max_dt else r + one_minus_a[k] * (U[k] - r)
+            out[k + first] = r
+        self._r, self._t, self._p, self._beta = r.copy(), float(t[-1]), P[-1], B[-1]
+        return out - self.bias
+
+    def _gap(self, r):
+        """r after a gap (module docstring): held (bridge) or 0 (reset); counts the gap."""
+        self.gaps += 1
+        return np.zeros(self.n) if self.gap == "reset" else r
+
+    def _accept(self, t, p, beta):
+        """The state transition for an already-validated sample (t after the last one).
+        -> the event name of :class:`ObserverStep`."""
+        if self._t is None:
+            event = "start"
+        elif t - self._t > self.max_dt:
+            event = "gap_bridged" if self.gap == "bridge" else "gap_reset"
+            self._r = self._gap(self._r)
+        else:
+            event = "step"
+            self._r = exact_step(self._r, self.gains, t - self._t, self._p, p, self._beta, beta)
+        self._t, self._p, self._beta = t, p, beta
+        return event
+
+
+def step_terms(gains, h, p0, p1, beta0, beta1):
+    """(1 - a, u) of the exact step: a = exp(-gains h), u = (p1 - p0) / h - (beta0 + beta1)/2.
+    Broadcasts: one step ((n,) arrays, scalar h) or N steps ((N, n) arrays, h (N, 1))."""
+    return -np.expm1(-gains * h), (p1 - p0) / h - 0.5 * (beta0 + beta1)
+
+
+def exact_step(r, gains, h, p0, p1, beta0, beta1):
+    """r_{k+1} = a r_k + (1 - a) u, a = exp(-gains h), u = (p1 - p0) / h - (beta0 + beta1) / 2.
+
+    The exact solution over one step of dr/dt = K_O (u - r) with u constant (module
+    docstring, (A1)-(A2)). r, gains, p0, p1, beta0, beta1 (n,); h > 0 s."""
+    one_minus_a, u = step_terms(gains, h, p0, p1, beta0, beta1)
+    return r + one_minus_a * (u - r)
