@@ -16,7 +16,7 @@ SIM = "manip_dynamics.nodes.arm_simulator"
 
 
 def _start(node_process, ros_node, *params):
-    args = [SIM, "--ros-args", "-p", "robot:=planar_2r"]
+    args = [SIM, "--ros-args", "-p", "robot:=planar_2r", "-p", "floor:=false"]
     for p in params:
         args += ["-p", p]
     proc = node_process(args)
@@ -31,15 +31,23 @@ def _energies(model, messages):
 
 
 def test_passive_frictionless_arm_conserves_energy(node_process, ros_node):
-    _start(node_process, ros_node, "initial_positions:=[0.0, 0.0]",
+    """MuJoCo RK4 at 1 kHz conserves E = T + V of the passive frictionless 2R (relative
+    error << 1e-6, see test_integrator) until a joint hits its +-pi limit, where MuJoCo's
+    limit constraint (time constant 2 ms) takes energy out; the arm never passes a limit
+    by more than 0.03 rad (measured ~1e-2)."""
+    _start(node_process, ros_node, "initial_positions:=[0.0, 0.0]", "paused:=true",
            "viscous_friction:=[0.0]", "coulomb_friction:=[0.0]")
+    assert _set(ros_node, paused=False)[0] == [True]
     msgs = ros_utils.collect_messages(ros_node, JointState, "joint_states", 300, timeout=60.0)
     model = RobotModel.from_urdf_file(robots.path("planar_2r"))
     e = _energies(model, msgs)
     q = np.array([m.position for m in msgs])
     assert np.ptp(q[:, 0]) > 1.0                       # it swings (falls from horizontal)
-    # RK4 at 1 kHz: relative error << 1e-6 (see test_integrator); 1e-5 of the 15 J swing.
-    assert np.max(np.abs(e - e[0])) < 1e-5 * 15.3
+    margin = np.minimum(q - model.position_lower, model.position_upper - q).min(axis=1)
+    free = int(np.argmax(margin < 0.2)) if np.any(margin < 0.2) else len(q)
+    assert free > 30                                   # 0.3 s of free swing at least
+    assert np.max(np.abs(e[:free] - e[0])) < 1e-5 * 15.3
+    assert margin.min() > -0.03
     assert all(list(m.effort) == [0.0, 0.0] for m in msgs)   # no command: zero torque
 
 
