@@ -138,14 +138,23 @@ def _add_capsules_below(body, radius, contype, conaffinity):
 
 
 def _add_environment(spec, options: SceneOptions):
-    """Floor plane, optional obstacle box, lights."""
+    """Floor plane, optional obstacle box, lights, sky (the last two for pictures only)."""
     contype, conaffinity = ENVIRONMENT_BITS
     world = spec.worldbody
-    world.add_light(name="key", pos=[1.0, -1.0, 3.0], dir=[-0.3, 0.3, -1.0], castshadow=True)
-    world.add_light(name="fill", pos=[-2.0, 1.0, 2.0], dir=[0.6, -0.3, -0.6], castshadow=False)
+    spec.add_texture(name="sky", type=mujoco.mjtTexture.mjTEXTURE_SKYBOX,
+                     builtin=mujoco.mjtBuiltin.mjBUILTIN_GRADIENT, rgb1=[0.95, 0.96, 0.98],
+                     rgb2=[0.55, 0.65, 0.78], width=64, height=64)
+    spec.add_texture(name="grid", type=mujoco.mjtTexture.mjTEXTURE_2D,
+                     builtin=mujoco.mjtBuiltin.mjBUILTIN_CHECKER, rgb1=[0.82, 0.84, 0.86],
+                     rgb2=[0.7, 0.72, 0.75], width=64, height=64)
+    spec.add_material(name="grid", textures=["", "grid"], texrepeat=[8, 8])
+    world.add_light(name="key", pos=[1.0, -1.0, 3.0], dir=[-0.3, 0.3, -1.0], castshadow=False,
+                    diffuse=[0.6, 0.6, 0.6])
+    world.add_light(name="fill", pos=[-2.0, 1.0, 2.0], dir=[0.6, -0.3, -0.6], castshadow=False,
+                    diffuse=[0.4, 0.4, 0.4])
     if options.floor:
-        world.add_geom(name="floor", type=mujoco.mjtGeom.mjGEOM_PLANE, size=[5, 5, 0.1],
-                       pos=[0, 0, options.floor_height], rgba=[0.75, 0.78, 0.8, 1],
+        world.add_geom(name="floor", type=mujoco.mjtGeom.mjGEOM_PLANE, size=[2, 2, 0.1],
+                       pos=[0, 0, options.floor_height], material="grid",
                        contype=contype, conaffinity=conaffinity)
     if options.obstacle_size is not None:
         quat = np.zeros(4)
