@@ -173,6 +173,3 @@ class MujocoPlant:
             J = self.d.efc_J[:nefc * nv].reshape(nefc, nv)
             total += J[rows].T @ self.d.efc_force[:nefc][rows]
         return total[self.dadr]
-
-    def contact_count(self) -> int:
-        return int(self.d.ncon)

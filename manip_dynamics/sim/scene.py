@@ -184,11 +184,14 @@ def _perturb(spec, urdf_xml: str, model, options: SceneOptions):
         if parent is None:
             raise ValueError(f"payload_link: no link {options.payload_link!r} in the URDF")
         moment = 0.4 * options.payload_mass * options.payload_radius ** 2   # solid sphere
-        payload = parent.add_body(name="payload", pos=list(options.payload_com))
+        # A body at the link origin with its centre of mass at payload_com (link frame).
+        payload = parent.add_body(name="payload", pos=[0.0, 0.0, 0.0])
         payload.mass = options.payload_mass
+        payload.ipos = list(options.payload_com)
         payload.fullinertia = [moment, moment, moment, 0.0, 0.0, 0.0]
         payload.explicitinertial = True
         payload.add_geom(name="payload_sphere", type=mujoco.mjtGeom.mjGEOM_SPHERE,
+                         pos=list(options.payload_com),
                          size=[options.payload_radius, 0, 0], rgba=[0.8, 0.2, 0.2, 1],
                          contype=ARM_BITS[0], conaffinity=ARM_BITS[1], mass=0.0)
 
