@@ -38,6 +38,7 @@ import time
 
 import numpy as np
 from rcl_interfaces.msg import (FloatingPointRange, ParameterDescriptor, SetParametersResult)
+from rclpy.exceptions import ParameterException
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
@@ -262,7 +263,9 @@ class ArmSimulator(Node):
 
 
 def main(args=None) -> int:
-    return run_node(ArmSimulator, args, fatal=(ValueError,), name="arm_simulator")
+    # A start-up value out of its table bounds or refused by check(): "cannot start: ...".
+    return run_node(ArmSimulator, args, fatal=(ValueError, ParameterException),
+                    name="arm_simulator")
 
 
 if __name__ == "__main__":

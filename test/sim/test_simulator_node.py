@@ -166,3 +166,30 @@ def test_a_state_the_core_refuses_is_logged_and_the_node_lives(node_process, ros
     assert all(np.all(np.isfinite(m.position)) and abs(m.position[1]) < 10.0
                for m in msgs[-10:])
     ros_utils.assert_running(proc)
+
+
+def test_measurement_noise_on_joint_states_while_the_truth_stays_exact(node_process, ros_node):
+    """noise_position 0.01 rad: joint_states scatter around the (paused, fixed) true q with
+    that standard deviation; ~/external_torques keeps the exact q."""
+    _start(node_process, ros_node, "paused:=true", "initial_positions:=[0.4, -0.3]",
+           "noise_position:=0.01", "noise_seed:=7")
+    msgs = ros_utils.collect_messages(ros_node, JointState, "joint_states", 200, timeout=30.0)
+    q = np.array([m.position for m in msgs])
+    assert np.all(np.abs(q.mean(axis=0) - [0.4, -0.3]) < 0.004)      # 4 sigma of the mean
+    assert np.all(np.abs(q.std(axis=0) - 0.01) < 0.0025)
+    truth = ros_utils.wait_for_message(ros_node, JointState, "arm_simulator/external_torques",
+                                       timeout=5.0)
+    assert list(truth.position) == [0.4, -0.3]
+    assert all(list(m.velocity) == [0.0, 0.0] for m in msgs)     # noise_velocity is 0
+
+
+@pytest.mark.parametrize("param,words", [
+    ("publish_rate:=0.0", ["publish_rate"]),
+    ("plant:=bullet", ["plant", "mujoco"]),
+    ("initial_positions:=[0.1]", ["initial_positions", "2 values"]),
+])
+def test_a_bad_start_up_value_stops_the_node_with_its_name(node_process, param, words):
+    proc = node_process([SIM, "--ros-args", "-p", "robot:=planar_2r", "-p", param])
+    assert proc.wait(timeout=60) == 2
+    log = ros_utils.read_log(proc)
+    assert "cannot start" in log and all(w in log for w in words), log
