@@ -26,11 +26,16 @@ root frame, z up for the floor.
 """
 from __future__ import annotations
 
+import logging
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 
 import mujoco
 import numpy as np
+
+# MuJoCo's warnings (e.g. "equal lower and upper limits", an unstable state) go to the
+# "mujoco" Python logger instead of MUJOCO_LOG.TXT in the working directory.
+mujoco.set_mju_user_warning(lambda text: logging.getLogger("mujoco").warning(text))
 
 # contype / conaffinity bits: arm geoms collide with the environment, never with each other.
 ARM_BITS, ENVIRONMENT_BITS = (2, 0), (1, 2)

@@ -151,10 +151,11 @@ def test_parameters_are_validated_and_reset_works(node_process, ros_node):
     assert all(np.allclose(m.position, msg.position) for m in later)
 
 
-def test_a_state_the_core_refuses_is_logged_and_the_node_lives(node_process, ros_node):
-    """The RP arm with its slider at r = 1e300: M = diag(H + m2 r^2, m2) overflows, the core
-    refuses the state (InputError), the simulator logs it and resets instead of dying; a
-    sane initial state afterwards simulates normally."""
+def test_a_state_the_plant_cannot_step_is_logged_and_the_node_lives(node_process, ros_node):
+    """The RP arm with its slider at r = 1e300: M = diag(H + m2 r^2, m2) overflows, MuJoCo
+    flags the state as unstable (the model plant's core would raise InputError), the
+    simulator logs it and resets instead of dying; a sane initial state afterwards
+    simulates normally."""
     proc = node_process([SIM, "--ros-args", "-p", "robot:=planar_rp",
                          "-p", "initial_positions:=[0.0, 1.0e300]"])
     ros_utils.wait_for(lambda: "simulation step failed" in ros_utils.read_log(proc),
