@@ -194,3 +194,21 @@ def test_a_bad_start_up_value_stops_the_node_with_its_name(node_process, param, 
     assert proc.wait(timeout=60) == 2
     log = ros_utils.read_log(proc)
     assert "cannot start" in log and all(w in log for w in words), log
+
+
+def test_the_model_plant_is_selectable_and_conserves_energy(node_process, ros_node):
+    """plant: model (RK4 on our core, no limits, no contact): the passive frictionless 2R
+    conserves energy over the whole 3 s whip (RK4 at 1 kHz, see test_integrator), and it
+    refuses external wrenches with a reason."""
+    from manip_dynamics_interfaces.srv import ApplyWrench
+
+    _start(node_process, ros_node, "plant:=model", "initial_positions:=[0.0, 0.0]",
+           "viscous_friction:=[0.0]", "coulomb_friction:=[0.0]")
+    msgs = ros_utils.collect_messages(ros_node, JointState, "joint_states", 300, timeout=60.0)
+    e = _energies(RobotModel.from_urdf_file(robots.path("planar_2r")), msgs)
+    assert np.ptp([m.position[0] for m in msgs]) > 1.0
+    assert np.max(np.abs(e - e[0])) < 1e-5 * 15.3
+    response = ros_utils.call_service(
+        ros_node, ApplyWrench, "arm_simulator/apply_wrench",
+        ApplyWrench.Request(link="link2", force=[1.0, 0.0, 0.0], duration=0.1))
+    assert not response.success and "model plant" in response.message
