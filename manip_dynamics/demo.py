@@ -325,9 +325,11 @@ def print_table(summary, names):
     print(f"{'phase':<10} {'controller':<16} {'friction':<8} {'time s':>6} "
           f"{'max |q-q0| rad':>15} {'tip drop m':>10}  result")
     print(f"{'released':<10} {'off (tau = 0)':<16} {'off':<8} {r['duration_s']:6.2f} "
-          f"{r['max_deviation_rad']:15.3f} {r['tip_drop_m']:10.3f}  falls, rests at "
-          f"{r['final_speed_rad_s']:.3f} rad/s; limit overshoot {r['limit_overshoot_rad']:.1e} "
-          f"rad; peak floor-contact |tau_ext| {r['peak_external_torque']:.0f} N*m")
+          f"{r['max_deviation_rad']:15.3f} {r['tip_drop_m']:10.3f}  falls, "
+          f"{'rests' if r['final_speed_rad_s'] < 0.1 else 'still moving'} at the end "
+          f"({r['final_speed_rad_s']:.3f} rad/s); limit overshoot "
+          f"{r['limit_overshoot_rad']:.1e} rad; peak contact |tau_ext| "
+          f"{r['peak_external_torque']:.0f} N*m")
     print(f"{'gravity':<10} {'tau = g(q)':<16} {'off':<8} {g['duration_s']:6.2f} "
           f"{g['max_deviation_rad']:15.2e} {g['tip_drop_m']:10.2e}  holds: drift of our g "
           f"in MuJoCo")
@@ -388,7 +390,9 @@ def plot_ellipsoids(tracked, model, tip, path, count=6):
     masses = []
     lam_all = []
     for _, _, q, A, _ in picks:
-        lam = np.linalg.inv(A[:3, :3])
+        # pinv: a planar arm cannot accelerate its tip out of its plane (A singular there);
+        # that direction is drawn with zero extent. For the Panda this is inv(A).
+        lam = np.linalg.pinv(A[:3, :3], rcond=1e-10, hermitian=True)
         lam_all.append(lam)
         masses.append(np.linalg.eigvalsh(lam))
     scale = 0.25 / max(float(np.max(masses)), 1e-9)   # largest semi-axis drawn 0.25 m
