@@ -6,6 +6,7 @@
 #   make demo                      set up, then python -m manip_dynamics.demo
 #   make bench                     set up, then run every benchmarks/*.py (BENCH_TIMEOUT s each)
 #   make setup                     only the set-up (venv, interfaces, editable install, kernels)
+#   make setup-render              also the Debian libraries for MuJoCo's offscreen pictures
 #   make clean                     remove build products and stamps (never the venv)
 #   make constraints VENV=/tmp/pins rewrite constraints.txt from that venv (updating pins)
 
@@ -41,7 +42,7 @@ BUILD_ENV := VIRTUAL_ENV="$(VENV_ABS)" PATH="$(VENV_ABS)/bin:$$PATH" \
 # (1..100). The test suite chooses its own in test/conftest.py.
 DOMAIN := ROS_DOMAIN_ID="$${ROS_DOMAIN_ID:-$$(( $$$$ % 100 + 1 ))}"
 
-.PHONY: test demo bench setup clean constraints
+.PHONY: test demo bench setup setup-render clean constraints
 
 setup: $(STAMPS)/editable $(STAMPS)/interfaces $(STAMPS)/kernels
 
@@ -100,6 +101,18 @@ $(STAMPS)/kernels: $(STAMPS)/editable $(wildcard manip_dynamics/core/*.py)
 	@$(LOCK) "$(PY)" -W ignore -c 'from manip_dynamics import RobotModel, robots; \
 		RobotModel.from_urdf_file(robots.path("panda")).warm_up()'
 	@touch $@
+
+# Optional: the Debian libraries MuJoCo's offscreen renderer (the demo's pictures) needs:
+# EGL with Mesa's software rasteriser (llvmpipe), and OSMesa as the fallback
+# (MUJOCO_GL=osmesa). Without them `make demo` says it cannot render and goes on.
+RENDER_PACKAGES := libegl1 libegl-mesa0 libgl1-mesa-dri libopengl0 libosmesa6
+
+setup-render: setup
+	@SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+		$$SUDO apt-get update && $$SUDO apt-get install -y --no-install-recommends $(RENDER_PACKAGES)
+	@MUJOCO_GL=egl "$(PY)" -c 'import mujoco; \
+		mujoco.Renderer(mujoco.MjModel.from_xml_string("<mujoco/>"), 64, 64).close(); \
+		print("MuJoCo offscreen rendering works (MUJOCO_GL=egl)")'
 
 clean:
 	rm -rf "$(STAMPS)" "$(VENV_ABS)/.manip_dynamics_build" *.egg-info .pytest_cache

@@ -5,7 +5,7 @@
     ros2 launch manip_dynamics sim_demo.launch.py rviz:=false
     ros2 param set /computed_torque_controller mode off               # watch it fall
 
-The same loop as ``make demo`` (docs/simulation.md):
+The same loop as ``make demo`` (docs/simulation.md), on the MuJoCo plant:
 
     arm_simulator --joint_states--> dynamics_node --~/dynamics--> computed_torque_controller
          ^                                                               |

@@ -1,4 +1,4 @@
-"""Closed-loop demo (``make demo``): simulator + dynamics node + computed-torque controller.
+"""Closed-loop demo (``make demo``): MuJoCo plant + dynamics node + computed-torque controller.
 
 Three real ROS 2 processes talk over DDS on loopback (``ROS_AUTOMATIC_DISCOVERY_RANGE=
 LOCALHOST``; ``ROS_DOMAIN_ID`` kept from the environment, else chosen from the process id):
@@ -6,23 +6,28 @@ LOCALHOST``; ``ROS_DOMAIN_ID`` kept from the environment, else chosen from the p
     arm_simulator --joint_states, robot_description--> dynamics_node --~/dynamics-->
     computed_torque_controller --effort_command--> arm_simulator
 
+The simulator's plant is MuJoCo compiled from the same URDF (joint limits, effort-limited
+motors, capsules on a floor); the controller's model is the dynamics node's (our core).
 This process records the traffic and switches phases through parameter services (the
-simulator's ``paused`` / ``initial_positions`` reset and the controller's ``mode``):
+simulator's ``paused`` / ``initial_positions`` reset and friction, the controller's
+``mode``):
 
-    1. released  mode off: zero torque, the arm falls from the start pose
-    2. gravity   mode gravity: tau = g(q) from the dynamics node, the arm holds the pose
-    3. tracking  mode computed_torque: sinusoidal reference around the start pose
+    1. released  mode off: zero torque; the arm falls onto the floor and its joint limits
+    2. gravity   tau = g(q) from our core holds the pose in MuJoCo: the drift measures our
+                 g against an independent engine
+    3. tracking  computed torque on a sinusoidal reference around the start pose
+    4. friction  the same tracking with the plant's URDF damping and friction loss on,
+                 which the controller's model does not know: it shows in the error
 
-It prints a table, writes ``summary.json``, ``closed_loop.png`` (joint angles, errors and
-torques over time) and ``inertia_ellipsoids.png`` (the tip's translational effective
-inertia along the tracked motion, as published in ``~/dynamics``) into ``demo_output/``.
+Phases 1-3 have damping and friction off in the plant. It prints a table, writes
+``summary.json``, ``closed_loop.png`` (angles, errors, torques per phase),
+``inertia_ellipsoids.png`` (the tip's translational effective inertia along the tracked
+motion, from ``~/dynamics``) and, where offscreen rendering works (EGL, see
+docs/simulation.md), ``arm_phases.png`` and ``arm_demo.gif`` (the arm itself, rendered by
+MuJoCo from the recorded states) into ``demo_output/``.
 
-The simulated plant has no Coulomb friction and no viscous damping here, so the controller's
-model (the dynamics node's, from the same URDF, which carries no friction terms in the
-Dynamics message) is exact: what remains is the effect of sampling (100 Hz, zero-order
-hold) and transport delay. docs/simulation.md discusses the numbers.
-
-Run: ``python -m manip_dynamics.demo [--robot panda|planar_2r] [--output demo_output]``.
+Run: ``python -m manip_dynamics.demo [--robot panda|planar_2r] [--output demo_output]
+[--no-render]``.
 """
 from __future__ import annotations
 
@@ -38,20 +43,32 @@ from pathlib import Path
 
 import numpy as np
 
-# Start pose and tracking reference per robot (rad). Panda: Franka's "ready" pose.
+# Start pose, tracking reference (rad) and camera per robot. Panda: Franka's "ready" pose.
+# The planar 2R hangs from its root at z = 0: its floor is put 1.2 m below.
 SCENARIOS = {
     'panda': dict(
         q0=[0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785],
         amplitude=[0.25, 0.2, 0.25, 0.3, 0.3, 0.3, 0.4],
         frequency=[0.3, 0.35, 0.3, 0.4, 0.45, 0.4, 0.5],
+        floor_height=0.0, camera=dict(lookat=(0.15, 0.0, 0.5), distance=2.2, azimuth=135.0,
+                                       elevation=-15.0),
     ),
     'planar_2r': dict(
         q0=[0.3, 0.6],
         amplitude=[0.3, 0.4],
         frequency=[0.3, 0.4],
+        floor_height=-1.2, camera=dict(lookat=(0.2, 0.0, -0.3), distance=2.6, azimuth=90.0,
+                                       elevation=-5.0),
     ),
 }
-PHASES = (('released', 'off', 2.5), ('gravity', 'gravity', 4.0), ('tracking', 'computed_torque', 6.0))
+# (name, controller mode, seconds of simulated time, plant damping and friction on)
+PHASES = (('released', 'off', 3.0, False), ('gravity', 'gravity', 4.0, False),
+          ('tracking', 'computed_torque', 6.0, False),
+          ('friction', 'computed_torque', 6.0, True))
+TRACKED = ('tracking', 'friction')
+TITLES = {'released': '1. released (tau = 0)', 'gravity': '2. gravity compensation',
+          'tracking': '3. computed-torque tracking',
+          'friction': '4. tracking, plant friction on'}
 
 
 def _ros_environment():
@@ -106,8 +123,10 @@ class Recorder:
         self.node = rclpy.create_node('demo_recorder', context=self.context)
         self.lock = threading.Lock()
         self.phase = None
-        self.joint_states, self.dynamics, self.reference = [], [], []
+        self.joint_states, self.dynamics, self.reference, self.truth = [], [], [], []
         self.node.create_subscription(JointState, 'joint_states', self._on_state, 100)
+        self.node.create_subscription(JointState, 'arm_simulator/external_torques',
+                                      self._on_truth, 100)
         self.node.create_subscription(Dynamics, 'dynamics_node/dynamics', self._on_dynamics, 100)
         self.node.create_subscription(JointState, 'computed_torque_controller/reference',
                                       self._on_reference, 100)
@@ -133,6 +152,10 @@ class Recorder:
         with self.lock:
             self.joint_states.append((self.phase, self._stamp(msg), np.array(msg.position),
                                       np.array(msg.velocity), np.array(msg.effort)))
+
+    def _on_truth(self, msg):
+        with self.lock:
+            self.truth.append((self.phase, self._stamp(msg), np.array(msg.effort)))
 
     def _on_dynamics(self, msg):
         with self.lock:
@@ -175,7 +198,16 @@ class Recorder:
         self.node.destroy_node()
 
 
-def run_phases(rec, scenario, procs):
+def _phase_parameters(q0, model, friction):
+    """Simulator parameters of a phase start: paused at q0, plant friction on or off."""
+    viscous = model.viscous if friction else np.zeros(model.n)
+    coulomb = model.coulomb if friction else np.zeros(model.n)
+    return {'paused': True, 'initial_positions': q0,
+            'viscous_friction': [float(x) for x in viscous],
+            'coulomb_friction': [float(x) for x in coulomb]}
+
+
+def run_phases(rec, scenario, procs, model):
     q0 = [float(v) for v in scenario['q0']]
 
     def alive():
@@ -187,16 +219,11 @@ def run_phases(rec, scenario, procs):
         with rec.lock:
             return len(rec.joint_states)
 
-    def count_states_since(t_wall):
-        with rec.lock:
-            return sum(1 for s in rec.joint_states if s[0] == rec.phase and s[1] >= t_wall)
-
-    for name, mode, seconds in PHASES:
+    for name, mode, seconds, friction in PHASES:
         alive()
         # Freeze the arm at the start pose, let the loop settle on it, then release.
-        rec.set_parameters(rec.sim_params, {'paused': True, 'initial_positions': q0})
-        if mode != 'computed_torque':
-            rec.set_parameters(rec.ctl_params, {'mode': mode})
+        rec.set_parameters(rec.sim_params, _phase_parameters(q0, model, friction))
+        rec.set_parameters(rec.ctl_params, {'mode': 'off' if mode == 'off' else 'gravity'})
         time.sleep(0.3)
         rec.phase = name
         rec.set_parameters(rec.sim_params, {'paused': False})
@@ -213,56 +240,64 @@ def run_phases(rec, scenario, procs):
     rec.set_parameters(rec.ctl_params, {'mode': 'gravity'})
 
 
-def analyse(rec, model, scenario, tip):
-    q0 = np.array(scenario['q0'])
-    out = {}
-    with rec.lock:
-        states = list(rec.joint_states)
-        refs = list(rec.reference)
-        dyns = list(rec.dynamics)
-    series = {}
-    for name, _, _ in PHASES:
-        rows = [s for s in states if s[0] == name]
-        t = np.array([r[1] for r in rows])
-        t = t - t[0]
-        q = np.array([r[2] for r in rows])
-        tau = np.array([r[4] for r in rows])
-        series[name] = dict(t=t, q=q, tau=tau)
-        dev = np.abs(q - q0)
-        tip_z = np.array([model.frame_pose(qi, tip)[2, 3] for qi in q])
-        out[name] = dict(
-            duration_s=float(t[-1]), samples=len(t),
-            max_deviation_rad=float(dev.max()),
-            max_deviation_joint=model.joint_names[int(np.argmax(dev.max(axis=0)))],
-            final_deviation_rad=float(dev[-1].max()),
-            tip_drop_m=float(tip_z[0] - tip_z.min()),
-            peak_torque=[float(x) for x in np.abs(tau).max(axis=0)],
-        )
-    # Tracking error: reference (stamped with the state it answered) vs that state.
-    by_stamp = {s[1]: s[2] for s in states if s[0] == 'tracking'}
-    pairs = [(r[1], r[2] - by_stamp[r[1]]) for r in refs if r[0] == 'tracking' and r[1] in by_stamp]
-    t_ref = np.array([p[0] for p in pairs])
+def _phase_numbers(rows, truth, model, q0, tip):
+    """Per-phase statistics of the recorded joint_states rows (phase, t, q, qd, tau)."""
+    t = np.array([r[1] for r in rows])
+    q, qd, tau = (np.array([r[k] for r in rows]) for k in (2, 3, 4))
+    dev = np.abs(q - q0)
+    tip_z = np.array([model.frame_pose(qi, tip)[2, 3] for qi in q])
+    overshoot = np.maximum(model.position_lower - q, q - model.position_upper).max()
+    return dict(
+        duration_s=float(t[-1] - t[0]), samples=len(t),
+        max_deviation_rad=float(dev.max()),
+        max_deviation_joint=model.joint_names[int(np.argmax(dev.max(axis=0)))],
+        final_deviation_rad=float(dev[-1].max()),
+        final_speed_rad_s=float(np.abs(qd[-1]).max()),
+        limit_overshoot_rad=float(max(overshoot, 0.0)),
+        tip_drop_m=float(tip_z[0] - tip_z.min()),
+        peak_torque=[float(x) for x in np.abs(tau).max(axis=0)],
+        peak_external_torque=float(max((np.abs(e).max() for e in truth), default=0.0)),
+    ), dict(t=t - t[0], q=q, tau=tau, err=q - q0)
+
+
+def _tracking_numbers(states, refs, name):
+    """Reference (stamped with the state it answered) minus that state, per sample."""
+    by_stamp = {s[1]: s[2] for s in states if s[0] == name}
+    pairs = [(r[1], r[2] - by_stamp[r[1]]) for r in refs if r[0] == name and r[1] in by_stamp]
     err = np.array([p[1] for p in pairs])
-    t0_track = min(s[1] for s in states if s[0] == 'tracking')
-    series['tracking']['t_err'] = t_ref - t0_track
-    series['tracking']['err'] = err
-    series['released']['err'] = series['released']['q'] - q0
-    series['gravity']['err'] = series['gravity']['q'] - q0
-    out['tracking'].update(
+    t0 = min(s[1] for s in states if s[0] == name)
+    return dict(
         error_samples=len(pairs),
         rms_error_rad=float(np.sqrt(np.mean(err ** 2))),
         max_error_rad=float(np.abs(err).max()),
         rms_error_per_joint=[float(x) for x in np.sqrt(np.mean(err ** 2, axis=0))],
-    )
+    ), dict(t_err=np.array([p[0] for p in pairs]) - t0, err=err)
+
+
+def analyse(rec, model, scenario, tip):
+    q0 = np.array(scenario['q0'])
+    with rec.lock:
+        states, refs, dyns = list(rec.joint_states), list(rec.reference), list(rec.dynamics)
+        truth = list(rec.truth)
+    out, series = {}, {}
+    for name, _, _, _ in PHASES:
+        rows = [s for s in states if s[0] == name]
+        out[name], series[name] = _phase_numbers(
+            rows, [e for p, _, e in truth if p == name], model, q0, tip)
+    for name in TRACKED:
+        numbers, curves = _tracking_numbers(states, refs, name)
+        out[name].update(numbers)
+        series[name].update(curves)
     tracked = [d for d in dyns if d[0] == 'tracking']
     return out, series, tracked
 
 
 def save_recording(rec, path):
     """Raw traffic (stamps in s, arrays per message) for later inspection."""
-    phases = [p for p, _, _ in PHASES]
+    phases = [p[0] for p in PHASES]
     with rec.lock:
         js, ref, dyn = list(rec.joint_states), list(rec.reference), list(rec.dynamics)
+        truth = list(rec.truth)
 
     def phase_index(rows):
         return np.array([phases.index(r[0]) if r[0] in phases else -1 for r in rows])
@@ -273,6 +308,9 @@ def save_recording(rec, path):
         joint_states_position=np.array([r[2] for r in js]),
         joint_states_velocity=np.array([r[3] for r in js]),
         joint_states_effort=np.array([r[4] for r in js]),
+        external_torques_phase=phase_index(truth),
+        external_torques_stamp=np.array([r[1] for r in truth]),
+        external_torques=np.array([r[2] for r in truth]).reshape(len(truth), -1),
         reference_phase=phase_index(ref), reference_stamp=np.array([r[1] for r in ref]),
         reference_position=np.array([r[2] for r in ref]).reshape(len(ref), -1),
         reference_effort=np.array([r[3] for r in ref]).reshape(len(ref), -1),
@@ -280,39 +318,43 @@ def save_recording(rec, path):
 
 
 def print_table(summary, names):
-    r, g, t = summary['released'], summary['gravity'], summary['tracking']
+    r, g, t, f = (summary[k] for k in ('released', 'gravity', 'tracking', 'friction'))
     print()
-    print(f"closed-loop demo: {summary['robot']} ({len(names)} joints), "
-          f"ROS_DOMAIN_ID={summary['ros_domain_id']}")
-    print(f"{'phase':<10} {'controller':<16} {'time s':>6} {'max |q-q0| rad':>15} "
-          f"{'tip drop m':>10}  result")
-    print(f"{'released':<10} {'off (tau = 0)':<16} {r['duration_s']:6.2f} "
-          f"{r['max_deviation_rad']:15.3f} {r['tip_drop_m']:10.3f}  falls "
-          f"(largest: {r['max_deviation_joint']})")
-    print(f"{'gravity':<10} {'tau = g(q)':<16} {g['duration_s']:6.2f} "
-          f"{g['max_deviation_rad']:15.2e} {g['tip_drop_m']:10.2e}  holds")
-    print(f"{'tracking':<10} {'computed torque':<16} {t['duration_s']:6.2f} "
-          f"{t['max_deviation_rad']:15.3f} {'':>10}  error RMS {t['rms_error_rad']:.2e} rad, "
-          f"max {t['max_error_rad']:.2e} rad")
+    print(f"closed-loop demo: {summary['robot']} ({len(names)} joints) on MuJoCo "
+          f"{summary['mujoco_version']}, ROS_DOMAIN_ID={summary['ros_domain_id']}")
+    print(f"{'phase':<10} {'controller':<16} {'friction':<8} {'time s':>6} "
+          f"{'max |q-q0| rad':>15} {'tip drop m':>10}  result")
+    print(f"{'released':<10} {'off (tau = 0)':<16} {'off':<8} {r['duration_s']:6.2f} "
+          f"{r['max_deviation_rad']:15.3f} {r['tip_drop_m']:10.3f}  falls, "
+          f"{'rests' if r['final_speed_rad_s'] < 0.1 else 'still moving'} at the end "
+          f"({r['final_speed_rad_s']:.3f} rad/s); limit overshoot "
+          f"{r['limit_overshoot_rad']:.1e} rad; peak contact |tau_ext| "
+          f"{r['peak_external_torque']:.0f} N*m")
+    print(f"{'gravity':<10} {'tau = g(q)':<16} {'off':<8} {g['duration_s']:6.2f} "
+          f"{g['max_deviation_rad']:15.2e} {g['tip_drop_m']:10.2e}  holds: drift of our g "
+          f"in MuJoCo")
+    for key, row, fr in (('tracking', t, 'off'), ('friction', f, 'on')):
+        print(f"{key:<10} {'computed torque':<16} {fr:<8} {row['duration_s']:6.2f} "
+              f"{row['max_deviation_rad']:15.3f} {'':>10}  error RMS {row['rms_error_rad']:.2e} "
+              f"rad, max {row['max_error_rad']:.2e} rad")
     print('peak |tau| per joint (N*m):')
-    for key in ('released', 'gravity', 'tracking'):
+    for key in ('released', 'gravity', 'tracking', 'friction'):
         print(f"  {key:<9} {_fmt(summary[key]['peak_torque'])}")
-    print(f"tracking RMS error per joint (rad): {_fmt(t['rms_error_per_joint'])}")
+    print(f"tracking RMS error per joint (rad), friction off: {_fmt(t['rms_error_per_joint'])}")
+    print(f"tracking RMS error per joint (rad), friction on:  {_fmt(f['rms_error_per_joint'])}")
 
 
 def plot_closed_loop(series, names, path):
     import matplotlib
     matplotlib.use('Agg')
     import matplotlib.pyplot as plt
-    fig, axes = plt.subplots(3, 3, figsize=(15, 10), sharex='col')
-    titles = {'released': '1. released (tau = 0)', 'gravity': '2. gravity compensation',
-              'tracking': '3. computed-torque tracking'}
-    for col, (phase, _, _) in enumerate(PHASES):
+    fig, axes = plt.subplots(3, len(PHASES), figsize=(20, 10), sharex='col')
+    for col, (phase, _, _, _) in enumerate(PHASES):
         s = series[phase]
-        axes[0, col].set_title(titles[phase])
+        axes[0, col].set_title(TITLES[phase])
         axes[0, col].plot(s['t'], s['q'])
         axes[0, col].set_ylabel('q (rad)')
-        if phase == 'tracking':
+        if phase in TRACKED:
             axes[1, col].plot(s['t_err'], s['err'])
             axes[1, col].set_ylabel('q_d - q (rad)')
         else:
@@ -325,7 +367,7 @@ def plot_closed_loop(series, names, path):
             ax.grid(True, alpha=0.3)
     axes[0, 0].legend(names, fontsize=7, loc='best')
     fig.tight_layout()
-    fig.savefig(path, dpi=90)
+    fig.savefig(path, dpi=80)
     plt.close(fig)
 
 
@@ -348,7 +390,9 @@ def plot_ellipsoids(tracked, model, tip, path, count=6):
     masses = []
     lam_all = []
     for _, _, q, A, _ in picks:
-        lam = np.linalg.inv(A[:3, :3])
+        # pinv: a planar arm cannot accelerate its tip out of its plane (A singular there);
+        # that direction is drawn with zero extent. For the Panda this is inv(A).
+        lam = np.linalg.pinv(A[:3, :3], rcond=1e-10, hermitian=True)
         lam_all.append(lam)
         masses.append(np.linalg.eigvalsh(lam))
     scale = 0.25 / max(float(np.max(masses)), 1e-9)   # largest semi-axis drawn 0.25 m
@@ -385,33 +429,61 @@ def plot_ellipsoids(tracked, model, tip, path, count=6):
     return [[float(x) for x in m] for m in masses]
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-    parser.add_argument('--robot', default='panda', choices=sorted(SCENARIOS))
-    parser.add_argument('--output', default='demo_output')
-    args = parser.parse_args(argv)
-    _ros_environment()
-    t_start = time.monotonic()
+def render_pictures(rec, urdf_xml, model, scenario, out_dir, fps=6.0):
+    """``arm_phases.png`` (the arm at the end of each phase) and ``arm_demo.gif`` (every
+    phase at ``fps`` frames per simulated second), rendered by MuJoCo offscreen from the
+    recorded joint_states; returns the written paths, or [] after saying in one line why
+    rendering is unavailable."""
+    from manip_dynamics.sim import render
+    from manip_dynamics.sim.mujoco_plant import MujocoPlant
+    from manip_dynamics.sim.scene import SceneOptions
 
-    from manip_dynamics import RobotModel, robots
+    plant = MujocoPlant(urdf_xml, model, SceneOptions(floor_height=scenario['floor_height']))
+    renderer, why = render.open_renderer(plant.m)
+    if renderer is None:
+        print(f'no pictures of the arm: offscreen rendering unavailable ({why}); '
+              f'see docs/simulation.md (make setup-render)')
+        return []
+    camera = render.Camera(**scenario['camera'])
+    with rec.lock:
+        states = list(rec.joint_states)
+    frames, labels, finals = [], [], []
+    for name, _, _, _ in PHASES:
+        rows = [s for s in states if s[0] == name]
+        step = max(1, int(round(100 / fps)))
+        picked = rows[::step] + [rows[-1]]
+        shots = render.render_states(renderer, plant.m, plant.qadr, [r[2] for r in picked],
+                                     camera)
+        t0 = rows[0][1]
+        frames += shots
+        labels += [f'{TITLES[name]}   t = {r[1] - t0:4.1f} s' for r in picked]
+        finals.append(shots[-1])
+    renderer.close()
+    png, gif = out_dir / 'arm_phases.png', out_dir / 'arm_demo.gif'
+    render.save_png(render.montage(finals, [TITLES[p[0]] + ' (end)' for p in PHASES], 2), png)
+    render.save_gif(frames, labels, gif, fps=fps)
+    return [png, gif]
 
-    out_dir = Path(args.output)
-    log_dir = out_dir / 'logs'
-    log_dir.mkdir(parents=True, exist_ok=True)
-    scenario = SCENARIOS[args.robot]
-    model = RobotModel.from_urdf_file(robots.path(args.robot))
-    tip = model.default_tip
-    names = list(model.joint_names)
+
+def _start_nodes(args, q0, log_dir, floor_height):
+    return [
+        _start('manip_dynamics.nodes.arm_simulator', {
+            'robot': args.robot, 'initial_positions': q0, 'paused': 'true',
+            'viscous_friction': '[0.0]', 'coulomb_friction': '[0.0]', 'lockstep': 'true',
+            'lockstep_timeout': '2.0', 'floor_height': repr(float(floor_height))},
+            log_dir, 'arm_simulator'),
+        _start('manip_dynamics.nodes.dynamics_node', {}, log_dir, 'dynamics_node'),
+        _start('manip_dynamics.nodes.computed_torque_controller', {'mode': 'gravity'},
+               log_dir, 'computed_torque_controller'),
+    ]
+
+
+def _run(args, scenario, model, log_dir):
+    """Start the nodes, wait until the loop runs, play the phases; the Recorder."""
     q0 = '[' + ', '.join(repr(float(v)) for v in scenario['q0']) + ']'
-    procs = []
+    procs = _start_nodes(args, q0, log_dir, scenario['floor_height'])
     rec = None
     try:
-        procs.append(_start('manip_dynamics.nodes.arm_simulator', {
-            'robot': args.robot, 'initial_positions': q0, 'paused': 'true',
-            'viscous_friction': '[0.0]', 'coulomb_friction': '[0.0]', 'lockstep': 'true'}, log_dir, 'arm_simulator'))
-        procs.append(_start('manip_dynamics.nodes.dynamics_node', {}, log_dir, 'dynamics_node'))
-        procs.append(_start('manip_dynamics.nodes.computed_torque_controller',
-                            {'mode': 'gravity'}, log_dir, 'computed_torque_controller'))
         rec = Recorder()
         # Ready when the controller's inputs flow (first calls JIT-compile the core).
         rec.wait(lambda: len(rec.dynamics) > 5 or any(p.poll() is not None for p in procs),
@@ -420,29 +492,57 @@ def main(argv=None):
             if p.poll() is not None:
                 raise RuntimeError(f'{p.demo_name} exited with code {p.returncode}; '
                                    f'see {log_dir / (p.demo_name + ".log")}')
-        t_ready = time.monotonic() - t_start
-        run_phases(rec, scenario, procs)
+        rec.t_ready = time.monotonic()
+        run_phases(rec, scenario, procs, model)
     finally:
         if rec is not None:
             rec.close()
         for p in reversed(procs):
             _stop(p)
+    return rec
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser.add_argument('--robot', default='panda', choices=sorted(SCENARIOS))
+    parser.add_argument('--output', default='demo_output')
+    parser.add_argument('--no-render', action='store_true', help='skip the MuJoCo pictures')
+    args = parser.parse_args(argv)
+    _ros_environment()
+    t_start = time.monotonic()
+
+    from manip_dynamics.sim.plants import load_robot   # first: selects MUJOCO_GL=egl
+    import mujoco  # noqa: E402  (after manip_dynamics.sim on purpose)
+
+    out_dir = Path(args.output)
+    log_dir = out_dir / 'logs'
+    log_dir.mkdir(parents=True, exist_ok=True)
+    scenario = SCENARIOS[args.robot]
+    model, urdf_xml = load_robot(args.robot, '')
+    tip = model.default_tip
+    names = list(model.joint_names)
+    rec = _run(args, scenario, model, log_dir)
+    t_ready = rec.t_ready - t_start
 
     summary, series, tracked = analyse(rec, model, scenario, tip)
     save_recording(rec, out_dir / 'recording.npz')
     summary.update(robot=args.robot, joint_names=names, tip_frame=tip,
+                   mujoco_version=mujoco.__version__,
                    ros_domain_id=int(os.environ['ROS_DOMAIN_ID']),
                    start_pose=scenario['q0'], amplitude=scenario['amplitude'],
                    frequency_hz=scenario['frequency'], startup_s=round(t_ready, 2))
     plot_closed_loop(series, names, out_dir / 'closed_loop.png')
     summary['ellipsoid_eigenvalues_kg'] = plot_ellipsoids(tracked, model, tip,
                                                           out_dir / 'inertia_ellipsoids.png')
+    written = [out_dir / 'closed_loop.png', out_dir / 'inertia_ellipsoids.png']
+    if not args.no_render:
+        written += render_pictures(rec, urdf_xml, model, scenario, out_dir)
+    summary['pictures'] = [p.name for p in written]
     summary['wall_time_s'] = round(time.monotonic() - t_start, 2)
     (out_dir / 'summary.json').write_text(json.dumps(summary, indent=2))
     print_table(summary, names)
-    print(f"wrote {out_dir / 'closed_loop.png'}, {out_dir / 'inertia_ellipsoids.png'}, "
-          f"{out_dir / 'summary.json'} in {summary['wall_time_s']:.1f} s "
-          f"(startup {t_ready:.1f} s)")
+    print(f"wrote {', '.join(str(p) for p in written)}, {out_dir / 'summary.json'} in "
+          f"{summary['wall_time_s']:.1f} s (startup {t_ready:.1f} s)")
     return 0
 
 

@@ -1,59 +1,44 @@
-"""arm_simulator: integrates the arm's forward dynamics and closes the loop over ROS topics.
+"""arm_simulator: a simulated arm (MuJoCo by default) closing the loop over ROS topics.
 
-Equation integrated (the project's convention, docs/design.md):
+The physics is in ``manip_dynamics.sim`` (no ROS): by default MuJoCo compiled from the
+same URDF this node publishes on ``robot_description`` (``plant: mujoco``: joint limits,
+damping, friction loss, effort-limited motors, capsules on a floor, optional obstacle),
+or the core's own forward dynamics integrated by RK4 (``plant: model``, the
+model-matched plant). This module only translates parameters and messages.
 
-    M(q) qdd + C(q, qd) qd + g(q) = tau_motor - tau_fr(qd)
-    tau_fr(qd) = viscous * qd + coulomb * tanh(qd / coulomb_velocity)
+Timing: fixed step ``h = 1 / sim_rate`` (1 kHz). Every ``1 / (publish_rate *
+real_time_factor)`` s of wall time a timer advances the plant by exactly ``sim_rate /
+publish_rate`` steps with the motor torque held (zero-order hold), then publishes. With
+``lockstep: true`` a tick also waits (up to ``lockstep_timeout``) for the command answering
+the last published state, and stamps follow simulated time.
 
-``qdd = model.forward_dynamics(q, qd, tau_motor - tau_fr)`` from the core, with the URDF
-chosen by ``robot`` (an embedded robot, ``manip_dynamics.robots``) or ``urdf_file``.
-Coulomb friction is smoothed by tanh so the right-hand side stays Lipschitz and a
-fixed-step integrator neither chatters nor needs event detection; ``coulomb_velocity``
-sets the smoothing width (the Panda's identified friction sigmoid is about this wide).
+Topics (relative names):
+    joint_states                out  sensor_msgs/JointState: position, velocity, effort =
+                                     the motor torque applied during the last period
+                                     (with optional Gaussian noise on each)
+    ~/external_torques          out  sensor_msgs/JointState, same stamp: position = the true
+                                     q, effort = the true external joint torque tau_ext
+                                     (applied wrenches + contacts, J^T F)
+    robot_description           out  std_msgs/String, latched (the nominal URDF)
+    effort_command              in   sensor_msgs/JointState, every joint exactly once
+    ~/commands                  in   std_msgs/Float64MultiArray in ``command_joints`` order
+Service:
+    ~/apply_wrench              manip_dynamics_interfaces/ApplyWrench (MuJoCo plant)
 
-Integration (docs/simulation.md has the reasoning): fixed step ``h = 1 / sim_rate``
-(default 1 kHz) with classical Runge-Kutta 4 (``integrator: rk4``, default) or
-semi-implicit Euler (``semi_implicit_euler``: cheaper, symplectic, first order). Every
-``1 / publish_rate`` s of wall time a timer advances the simulation by exactly
-``sim_rate / publish_rate`` steps (a whole number of fixed steps per tick: if the CPU cannot
-keep up, simulated time runs slower than wall time instead of skipping), then publishes
-``joint_states``. With ``lockstep: true`` a tick also waits (up to ``lockstep_timeout``) for
-the command answering the last published state, and stamps follow simulated time.
-The motor torque is held constant over those steps (zero-order hold, like a digital
-controller's output).
-
-Topics (relative names: namespaces and remapping work):
-    joint_states          out  sensor_msgs/JointState: position, velocity, and effort = the
-                               motor torque applied during the last period (after the
-                               timeout and saturation rules below)
-    robot_description     out  std_msgs/String, reliable + transient local (latched, as
-                               robot_state_publisher publishes it); off with
-                               ``publish_robot_description: false``
-    effort_command        in   sensor_msgs/JointState: ``name`` + ``effort``, naming every
-                               joint exactly once (extra joints are an error)
-    ~/commands            in   std_msgs/Float64MultiArray in ``command_joints`` order (what
-                               a ros2_control JointGroupEffortController takes); joints not
-                               in ``command_joints`` get zero torque
-
-Command rules: the latest valid command is applied until it is older than
-``command_timeout`` s (wall time, by arrival), after which the motor torque is ZERO (the
-arm then moves under gravity and friction alone, like a drive whose command stream
-stopped). A bad command (wrong length, unknown or missing joints, NaN/inf) is logged
-(throttled) and ignored: the previous command stays in force. With ``saturate_effort``
-the torque is clipped to the URDF's effort limits. Joint position limits are NOT enforced.
-
-Reset: setting ``initial_positions`` and/or ``initial_velocities`` at run time puts the arm
-in that state immediately (one ``set_parameters_atomically`` call with ``paused: true``
-gives a clean restart). ``paused: true`` freezes the state; joint_states keep flowing.
+Command rules (``manip_dynamics.sim.commands``): the latest valid command holds until it
+is ``command_timeout`` s old, then the torque is zero; a bad command is logged (throttled)
+and ignored. Parameters: ``manip_dynamics.sim.parameters.PARAMETERS`` (one table).
+Setting ``initial_positions`` / ``initial_velocities`` at run time resets the arm;
+``paused`` freezes it (joint_states keep flowing).
 """
 from __future__ import annotations
 
 import math
-import os
 import time
 
 import numpy as np
-from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
+from rcl_interfaces.msg import (FloatingPointRange, ParameterDescriptor, SetParametersResult)
+from rclpy.exceptions import ParameterException
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
@@ -61,377 +46,227 @@ from rclpy.time import Time
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, String
 
-from manip_dynamics import ManipDynamicsError, RobotModel, robots
-from manip_dynamics.nodes.runner import array_parameter, run_node
+from manip_dynamics import ManipDynamicsError
+from manip_dynamics.nodes.runner import run_node
+from manip_dynamics.sim.commands import CommandHold, MeasurementNoise
+from manip_dynamics.sim.parameters import PARAMETERS, check, per_joint
+from manip_dynamics.sim.plants import build_plant, load_robot
+from manip_dynamics_interfaces.srv import ApplyWrench
 
-INTEGRATORS = ('rk4', 'semi_implicit_euler')
-
-
-class ArmSimulation:
-    """ROS-free fixed-step simulation of ``M qdd + C qd + g = tau - tau_fr``.
-
-    model:      RobotModel (its own friction is not used: friction is applied here).
-    viscous, coulomb: (n,) friction coefficients (N*m*s/rad or N*s/m; N*m or N).
-    coulomb_velocity: tanh smoothing width of Coulomb friction (rad/s or m/s), > 0.
-    """
-
-    def __init__(self, model, viscous, coulomb, coulomb_velocity=0.1, integrator='rk4'):
-        self.model = model
-        self.n = model.n
-        self.viscous = np.asarray(viscous, dtype=float).reshape(self.n)
-        self.coulomb = np.asarray(coulomb, dtype=float).reshape(self.n)
-        self.coulomb_velocity = float(coulomb_velocity)
-        self.integrator = integrator
-        self.q = np.zeros(self.n)
-        self.qd = np.zeros(self.n)
-        self.time = 0.0
-
-    def reset(self, q, qd=None):
-        self.q = np.array(q, dtype=float).reshape(self.n)
-        self.qd = np.zeros(self.n) if qd is None else np.array(qd, dtype=float).reshape(self.n)
-
-    def friction(self, qd):
-        """tau_fr = viscous qd + coulomb tanh(qd / v_s): opposes motion, smooth at qd = 0."""
-        return self.viscous * qd + self.coulomb * np.tanh(qd / self.coulomb_velocity)
-
-    def acceleration(self, q, qd, tau):
-        """qdd = M^-1 (tau - tau_fr(qd) - C qd - g), by the core's forward dynamics."""
-        return self.model.forward_dynamics(q, qd, tau - self.friction(qd))
-
-    def step(self, tau, h):
-        """Advance (q, qd) by one step of length h with the torque tau held constant."""
-        q, qd = self.q, self.qd
-        if self.integrator == 'rk4':
-            # x = (q, qd), x' = (qd, qdd(q, qd)); classical 4-stage Runge-Kutta.
-            a1 = self.acceleration(q, qd, tau)
-            q2, v2 = q + 0.5 * h * qd, qd + 0.5 * h * a1
-            a2 = self.acceleration(q2, v2, tau)
-            q3, v3 = q + 0.5 * h * v2, qd + 0.5 * h * a2
-            a3 = self.acceleration(q3, v3, tau)
-            q4, v4 = q + h * v3, qd + h * a3
-            a4 = self.acceleration(q4, v4, tau)
-            self.q = q + h / 6.0 * (qd + 2.0 * v2 + 2.0 * v3 + v4)
-            self.qd = qd + h / 6.0 * (a1 + 2.0 * a2 + 2.0 * a3 + a4)
-        else:
-            # Semi-implicit (symplectic) Euler: velocity first, then position with it.
-            self.qd = qd + h * self.acceleration(q, qd, tau)
-            self.q = q + h * self.qd
-        self.time += h
-
-    def advance(self, tau, h, steps):
-        for _ in range(steps):
-            self.step(tau, h)
-        if not (np.all(np.isfinite(self.q)) and np.all(np.isfinite(self.qd))):
-            raise FloatingPointError('simulation diverged (non-finite state)')
-
-    def energy(self):
-        """Kinetic + potential energy (J) of the current state."""
-        return float(self.model.kinetic_energy(self.q, self.qd)
-                     + self.model.potential_energy(self.q))
+_TYPES = {"bool": Parameter.Type.BOOL, "integer": Parameter.Type.INTEGER,
+          "double": Parameter.Type.DOUBLE, "string": Parameter.Type.STRING,
+          "double_array": Parameter.Type.DOUBLE_ARRAY,
+          "string_array": Parameter.Type.STRING_ARRAY}
 
 
-def load_model(robot: str, urdf_file: str):
-    """RobotModel and URDF text from ``urdf_file`` if given, else the embedded ``robot``."""
-    path = os.path.expanduser(urdf_file) if urdf_file else robots.path(robot)
-    with open(path, encoding='utf-8') as f:
-        xml = f.read()
-    return RobotModel.from_urdf_string(xml), xml
-
-
-def _per_joint(values, n, name, default, minimum=None):
-    """A length-1 list broadcasts to all joints, a length-n list is per joint, [] -> default."""
-    if values is None or len(values) == 0:
-        return np.array(default, dtype=float)
-    arr = np.asarray(values, dtype=float)
-    if arr.shape not in ((1,), (n,)):
-        raise ValueError(f'{name}: expected 1 or {n} values, got {len(arr)}')
-    if not np.all(np.isfinite(arr)):
-        raise ValueError(f'{name}: values must be finite, got {list(arr)}')
-    if minimum is not None and np.any(arr < minimum):
-        raise ValueError(f'{name}: values must be >= {minimum}, got {list(arr)}')
-    return np.broadcast_to(arr, (n,)).copy()
-
-
-def _descriptor(text, read_only=False):
-    return ParameterDescriptor(description=text, read_only=read_only)
+def _descriptor(p) -> ParameterDescriptor:
+    """The table row as a descriptor: description, read-only, bounds as a range."""
+    d = ParameterDescriptor(description=p.description, read_only=p.read_only)
+    if p.type == "double" and p.bounds:
+        low, high = p.bounds
+        d.floating_point_range = [FloatingPointRange(
+            from_value=-math.inf if low is None else float(low),
+            to_value=math.inf if high is None else float(high))]
+    if p.choices:
+        d.additional_constraints = "one of " + ", ".join(p.choices)
+    return d
 
 
 class ArmSimulator(Node):
-    """Thin ROS wrapper: parameters and messages in, ``ArmSimulation`` does the physics."""
+    """Parameters and messages in, ``manip_dynamics.sim`` does the physics."""
 
     def __init__(self):
-        super().__init__('arm_simulator')
-        d = _descriptor
-        self.declare_parameter('robot', 'panda', d(
-            'Embedded robot to simulate (manip_dynamics.robots.names()); ignored if urdf_file '
-            'is set.', read_only=True))
-        self.declare_parameter('urdf_file', '', d(
-            'Path of a URDF file to simulate instead of an embedded robot.', read_only=True))
-        self.declare_parameter('publish_rate', 100.0, d(
-            'joint_states rate and control period (Hz), > 0.', read_only=True))
-        self.declare_parameter('sim_rate', 1000.0, d(
-            'Integration steps per simulated second (Hz); rounded to a whole number of steps '
-            'per publish period.', read_only=True))
-        self.declare_parameter('publish_robot_description', True, d(
-            'Publish the URDF on robot_description (transient local).', read_only=True))
-        self.declare_parameter('integrator', 'rk4', d(
-            'Fixed-step method: rk4 (default) or semi_implicit_euler.'))
-        self.declare_parameter('initial_positions', Parameter.Type.DOUBLE_ARRAY, d(
-            'Initial q (rad or m), one per joint in model order; empty: 0 clipped into the '
-            'position limits. Setting it at run time resets the arm to it.'))
-        self.declare_parameter('initial_velocities', Parameter.Type.DOUBLE_ARRAY, d(
-            'Initial qd, one per joint; empty: zeros. Setting it at run time resets the arm.'))
-        self.declare_parameter('viscous_friction', Parameter.Type.DOUBLE_ARRAY, d(
-            'Viscous friction per joint (N*m*s/rad, N*s/m), >= 0; 1 value: all joints; '
-            'empty: the URDF <dynamics damping>.'))
-        self.declare_parameter('coulomb_friction', Parameter.Type.DOUBLE_ARRAY, d(
-            'Coulomb friction per joint (N*m, N), >= 0; 1 value: all joints; empty: the '
-            'URDF <dynamics friction>.'))
-        self.declare_parameter('coulomb_velocity', 0.1, d(
-            'Width of the tanh that smooths Coulomb friction (rad/s, m/s), > 0.'))
-        self.declare_parameter('command_timeout', 0.5, d(
-            'A command older than this (s) is dropped and the motor torque becomes zero; > 0.'))
-        self.declare_parameter('command_joints', Parameter.Type.STRING_ARRAY, d(
-            'Joint order of ~/commands (Float64MultiArray); empty: all joints in model order.'))
-        self.declare_parameter('saturate_effort', True, d(
-            'Clip motor torques to the URDF effort limits.'))
-        self.declare_parameter('lockstep', False, d(
-            'Wait for the command answering each published state before stepping (up to '
-            'lockstep_timeout): results independent of CPU load; stamps follow simulated time.'))
-        self.declare_parameter('lockstep_timeout', 0.2, d(
-            'Longest wait (s) for that answer in lockstep mode before stepping on; > 0.'))
-        self.declare_parameter('paused', False, d(
-            'Freeze the simulation (joint_states keep being published).'))
-
-        robot = self.get_parameter('robot').value
-        urdf_file = self.get_parameter('urdf_file').value
-        self.model, self.urdf_xml = load_model(robot, urdf_file)
-        n = self.model.n
+        super().__init__("arm_simulator")
+        for p in PARAMETERS:
+            self.declare_parameter(p.name, _TYPES[p.type] if p.default is None else p.default,
+                                   _descriptor(p))
+        values = self._values()
+        self.model, self.urdf_xml = load_robot(values["robot"], values["urdf_file"])
         self.joint_names = list(self.model.joint_names)
-        self.publish_rate = float(self.get_parameter('publish_rate').value)
-        sim_rate = float(self.get_parameter('sim_rate').value)
-        if not (self.publish_rate > 0 and sim_rate > 0):
-            raise ValueError('publish_rate and sim_rate must be > 0')
-        self.substeps = max(1, round(sim_rate / self.publish_rate))
-        self.h = 1.0 / (self.publish_rate * self.substeps)
-
-        # Validate every run-time parameter's start value with the same checks as later.
-        params = [self.get_parameter_or(p, None) for p in (
-            'integrator', 'viscous_friction', 'coulomb_friction', 'coulomb_velocity',
-            'command_timeout', 'command_joints', 'initial_positions', 'initial_velocities',
-            'lockstep_timeout')]
-        params = [p for p in params if p is not None and p.type_ != Parameter.Type.NOT_SET]
-        reason = self._check(params)
-        if reason:
-            raise ValueError(reason)
-        self.sim = ArmSimulation(self.model, self.model.viscous, self.model.coulomb)
-        self.command_joints = list(self.joint_names)
-        self.command_index = list(range(n))
-        self._apply(params + [self.get_parameter(p) for p in ('paused', 'saturate_effort',
-                                                              'lockstep')], startup=True)
-
-        self.tau_command = np.zeros(n)
-        self.command_time = None          # monotonic arrival time of the latest valid command
-        self.tau_applied = np.zeros(n)
-        self._warned_timeout = False
+        self.plant_name = values["plant"]
+        for name, value in values.items():
+            reason = check(name, value, self.joint_names, self.plant_name)
+            if reason:
+                raise ValueError(reason)
+        self.substeps = max(1, round(values["sim_rate"] / values["publish_rate"]))
+        self.h = 1.0 / (values["publish_rate"] * self.substeps)
+        self.plant = build_plant(self.urdf_xml, self.model, values, self.h)
+        self.commands = CommandHold(self.model.n, values["command_timeout"])
+        self.noise = MeasurementNoise(values["noise_seed"])
         self._rejected = {}               # problem text -> monotonic time last logged
-        self.command_stamp = None         # (sec, nanosec) of the latest JointState command
-        self.published_stamp = None       # (sec, nanosec) of the latest joint_states
-        self.published_at = None          # monotonic time it was published
         self.stamp_ns = self.get_clock().now().nanoseconds
-
-        latched = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
-                             durability=DurabilityPolicy.TRANSIENT_LOCAL)
-        self.joint_state_pub = self.create_publisher(JointState, 'joint_states', 10)
-        if self.get_parameter('publish_robot_description').value:
-            self.description_pub = self.create_publisher(String, 'robot_description', latched)
-            self.description_pub.publish(String(data=self.urdf_xml))
-        self.create_subscription(JointState, 'effort_command', self.on_joint_command, 10)
-        self.create_subscription(Float64MultiArray, '~/commands', self.on_array_command, 10)
-        self.add_on_set_parameters_callback(self.on_set_parameters)
-        self.add_post_set_parameters_callback(self.on_parameters_set)
-        self.timer = self.create_timer(1.0 / self.publish_rate, self.on_timer)
+        self._apply(values, startup=True)
+        self._create_interfaces(values)
         self.get_logger().info(
-            f'simulating {robot if not urdf_file else urdf_file} ({n} joints: '
-            f'{", ".join(self.joint_names)}), {self.sim.integrator} at '
-            f'{1.0 / self.h:.0f} Hz, {self.substeps} steps per {1e3 / self.publish_rate:.1f} ms')
+            f"simulating {values['urdf_file'] or values['robot']} on the {self.plant_name} "
+            f"plant ({self.model.n} joints: {', '.join(self.joint_names)}), "
+            f"{values['integrator']} at {1.0 / self.h:.0f} Hz, {self.substeps} steps per "
+            f"{1e3 / values['publish_rate']:.1f} ms, real-time factor "
+            f"{values['real_time_factor']}")
+
+    def _values(self) -> dict:
+        """Every parameter's value by name; an unset array is None."""
+        params = {p.name: self.get_parameter_or(p.name, None) for p in PARAMETERS}
+        return {name: None if p is None or p.type_ == Parameter.Type.NOT_SET else p.value
+                for name, p in params.items()}
+
+    def _create_interfaces(self, values):
+        self.joint_state_pub = self.create_publisher(JointState, "joint_states", 10)
+        self.truth_pub = self.create_publisher(JointState, "~/external_torques", 10)
+        if values["publish_robot_description"]:
+            latched = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
+                                 durability=DurabilityPolicy.TRANSIENT_LOCAL)
+            self.description_pub = self.create_publisher(String, "robot_description", latched)
+            self.description_pub.publish(String(data=self.urdf_xml))
+        self.create_subscription(JointState, "effort_command", self.on_joint_command, 10)
+        self.create_subscription(Float64MultiArray, "~/commands", self.on_array_command, 10)
+        self.create_service(ApplyWrench, "~/apply_wrench", self.on_apply_wrench)
+        self.add_on_set_parameters_callback(self.on_set_parameters)
+        self.add_post_set_parameters_callback(
+            lambda params: self._apply({p.name: p.value for p in params}))
+        period = 1.0 / (values["publish_rate"] * values["real_time_factor"])
+        self.timer = self.create_timer(period, self.on_timer)
 
     # ------------------------------------------------------------------ parameters
-    def _check(self, params):
-        """Reason the parameter change is invalid, or '' (also used at start-up)."""
-        n = self.model.n
-        for p in params:
-            v = None if p.type_ == Parameter.Type.NOT_SET else p.value
-            try:
-                if p.name == 'integrator' and v not in INTEGRATORS:
-                    return f'integrator must be one of {INTEGRATORS}, got {v!r}'
-                if p.name in ('viscous_friction', 'coulomb_friction'):
-                    _per_joint(v, n, p.name, np.zeros(n), minimum=0.0)
-                if p.name in ('coulomb_velocity', 'command_timeout', 'lockstep_timeout') and not (
-                        math.isfinite(v) and v > 0):
-                    return f'{p.name} must be finite and > 0, got {v}'
-                if p.name in ('initial_positions', 'initial_velocities') and v:
-                    arr = np.asarray(v, dtype=float)
-                    if arr.shape != (n,) or not np.all(np.isfinite(arr)):
-                        return (f'{p.name}: expected {n} finite values (joints '
-                                f'{", ".join(self.model.joint_names)}), got {list(v)}')
-                if p.name == 'command_joints' and v:
-                    unknown = [j for j in v if j not in self.model.joint_names]
-                    if unknown or len(set(v)) != len(v):
-                        return (f'command_joints: unknown {unknown} or duplicate joints in '
-                                f'{list(v)}; joints: {", ".join(self.model.joint_names)}')
-            except (ValueError, TypeError) as err:
-                return str(err)
-        return ''
-
     def on_set_parameters(self, params):
-        reason = self._check(params)
-        return SetParametersResult(successful=not reason, reason=reason)
+        for p in params:
+            reason = check(p.name, p.value, self.joint_names, self.plant_name)
+            if reason:
+                return SetParametersResult(successful=False, reason=reason)
+        return SetParametersResult(successful=True)
 
-    def on_parameters_set(self, params):
-        self._apply(params)
+    def _apply(self, values: dict, startup=False):
+        """Hand changed run-time values to the plant, the command rules and the noise."""
+        plant, n = self.plant, self.model.n
+        current = self._values()
+        actions = {
+            "integrator": lambda v: plant.set_integrator(v),
+            "saturate_effort": lambda v: plant.set_saturation(v),
+            "command_timeout": lambda v: setattr(self.commands, "timeout", float(v)),
+            "command_joints": lambda v: setattr(self, "command_joints",
+                                                list(v or self.joint_names)),
+            "paused": lambda v: setattr(self, "paused", bool(v)),
+            "lockstep": lambda v: setattr(self, "lockstep", bool(v)),
+            "lockstep_timeout": lambda v: setattr(self, "lockstep_timeout", float(v)),
+            "coulomb_velocity": lambda v: setattr(plant, "coulomb_velocity", float(v)),
+            "noise_position": lambda v: self.noise.sigma.update(position=float(v)),
+            "noise_velocity": lambda v: self.noise.sigma.update(velocity=float(v)),
+            "noise_effort": lambda v: self.noise.sigma.update(effort=float(v)),
+        }
+        for name, value in values.items():
+            if name in actions:
+                actions[name](value)
+        if startup or {"viscous_friction", "coulomb_friction"} & values.keys():
+            plant.set_friction(per_joint(current["viscous_friction"], n, self.model.viscous),
+                               per_joint(current["coulomb_friction"], n, self.model.coulomb))
+        if startup or {"initial_positions", "initial_velocities"} & values.keys():
+            self._reset(log=not startup)
 
-    def _apply(self, params, startup=False):
-        n, sim = self.model.n, self.sim
-        names = {p.name: p.value for p in params}
-        if 'integrator' in names:
-            sim.integrator = names['integrator']
-        if 'viscous_friction' in names:
-            sim.viscous = _per_joint(names['viscous_friction'], n, 'viscous', self.model.viscous)
-        if 'coulomb_friction' in names:
-            sim.coulomb = _per_joint(names['coulomb_friction'], n, 'coulomb', self.model.coulomb)
-        if 'coulomb_velocity' in names:
-            sim.coulomb_velocity = float(names['coulomb_velocity'])
-        if 'command_timeout' in names:
-            self.command_timeout = float(names['command_timeout'])
-        if 'command_joints' in names:
-            self.command_joints = list(names['command_joints'] or self.joint_names)
-            self.command_index = [self.joint_names.index(j) for j in self.command_joints]
-        if 'saturate_effort' in names:
-            self.saturate_effort = bool(names['saturate_effort'])
-        if 'paused' in names:
-            self.paused = bool(names['paused'])
-        if 'lockstep' in names:
-            self.lockstep = bool(names['lockstep'])
-        if 'lockstep_timeout' in names:
-            self.lockstep_timeout = float(names['lockstep_timeout'])
-        if startup or 'initial_positions' in names or 'initial_velocities' in names:
-            sim.reset(self._initial('initial_positions'), self._initial('initial_velocities'))
-            if not startup:
-                self.get_logger().info(f'reset to q = {np.round(sim.q, 4).tolist()}')
-
-    def _initial(self, name):
-        value = array_parameter(self, name)
-        if len(value):
-            return np.asarray(value, dtype=float)
-        if name == 'initial_velocities':
-            return np.zeros(self.model.n)
-        return np.clip(0.0, self.model.position_lower, self.model.position_upper)
+    def _reset(self, log=True):
+        """Put the arm at the initial state (unset: 0 clipped into the limits, at rest)."""
+        values = self._values()
+        q = values["initial_positions"]
+        qd = values["initial_velocities"]
+        q = (np.asarray(q, dtype=float) if q else
+             np.clip(0.0, self.model.position_lower, self.model.position_upper))
+        self.plant.reset(q, np.asarray(qd, dtype=float) if qd else None)
+        self.plant.tau_applied = np.zeros(self.model.n)
+        if log:
+            self.get_logger().info(f"reset to q = {np.round(self.plant.q, 4).tolist()}")
 
     # ------------------------------------------------------------------ commands
     def on_joint_command(self, msg: JointState):
         try:
             tau = self.model.vector_from_names(list(msg.name), list(msg.effort),
-                                               field='effort', allow_extra=False)
+                                               field="effort", allow_extra=False)
         except ValueError as err:   # InputError: names the joint / length / value at fault
-            self._reject(f'effort_command: {err}')
+            self._reject(f"effort_command: {err}")
             return
-        self._accept(np.asarray(tau, dtype=float),
-                     (msg.header.stamp.sec, msg.header.stamp.nanosec))
+        self.commands.accept(tau, time.monotonic(),
+                             (msg.header.stamp.sec, msg.header.stamp.nanosec))
 
     def on_array_command(self, msg: Float64MultiArray):
         data = np.asarray(msg.data, dtype=float)
         if data.shape != (len(self.command_joints),):
-            self._reject(f'~/commands: expected {len(self.command_joints)} values '
-                         f'({", ".join(self.command_joints)}), got {len(data)}')
+            self._reject(f"~/commands: expected {len(self.command_joints)} values "
+                         f"({', '.join(self.command_joints)}), got {len(data)}")
             return
         if not np.all(np.isfinite(data)):
             bad = [j for j, x in zip(self.command_joints, data) if not math.isfinite(x)]
-            self._reject(f'~/commands: non-finite effort for {", ".join(bad)}')
+            self._reject(f"~/commands: non-finite effort for {', '.join(bad)}")
             return
         tau = np.zeros(self.model.n)
-        tau[self.command_index] = data
-        self._accept(tau)
-
-    def _accept(self, tau, stamp=None):
-        self.tau_command = tau
-        self.command_time = time.monotonic()
-        self.command_stamp = stamp if stamp and stamp != (0, 0) else None
-        self._warned_timeout = False
+        tau[[self.joint_names.index(j) for j in self.command_joints]] = data
+        self.commands.accept(tau, time.monotonic())
 
     def _reject(self, text):
         """Warn about a bad command; each distinct problem at most once per second."""
         now = time.monotonic()
         if now - self._rejected.get(text, -math.inf) >= 1.0:
             self._rejected[text] = now
-            self.get_logger().warning(f'ignoring bad command: {text}')
+            self.get_logger().warning(f"ignoring bad command: {text}")
+
+    def on_apply_wrench(self, request, response):
+        try:
+            self.plant.apply_wrench(request.link, request.force, request.torque,
+                                    request.point, request.duration)
+        except ValueError as err:
+            response.success, response.message = False, str(err)
+            return response
+        response.success = True
+        response.message = (f"applying {list(request.force)} N, {list(request.torque)} N*m at "
+                            f"{request.link} for {request.duration} s")
+        return response
 
     # ------------------------------------------------------------------ simulation
-    def motor_torque(self):
-        """The torque applied now: zero without a fresh command, clipped to effort limits."""
-        fresh = (self.command_time is not None
-                 and time.monotonic() - self.command_time <= self.command_timeout)
-        if not fresh:
-            if self.command_time is not None and not self._warned_timeout:
-                self.get_logger().warning(
-                    f'no command for {self.command_timeout} s: applying zero torque')
-                self._warned_timeout = True
-            return np.zeros(self.model.n)
-        tau = self.tau_command
-        if self.saturate_effort:
-            limit = self.model.effort_limits
-            tau = np.clip(tau, -limit, limit)
-        return tau
-
     def on_timer(self):
-        if self.lockstep and not self.paused and not self._answered():
-            if time.monotonic() - self.published_at < self.lockstep_timeout:
+        now = time.monotonic()
+        if self.lockstep and not self.paused and not self.commands.answered():
+            if self.commands.waited(now) < self.lockstep_timeout:
                 return                  # wait (simulated time stands still) for the answer
             self.get_logger().warning(
-                f'lockstep: no command answered the last state within '
-                f'{self.lockstep_timeout} s; stepping on', throttle_duration_sec=1.0)
-        self.tau_applied = self.motor_torque()
+                f"lockstep: no command answered the last state within "
+                f"{self.lockstep_timeout} s; stepping on", throttle_duration_sec=1.0)
+        if self.commands.newly_timed_out(now):
+            self.get_logger().warning(
+                f"no command for {self.commands.timeout} s: applying zero torque")
         if not self.paused:
             try:
-                self.sim.advance(self.tau_applied, self.h, self.substeps)
+                self.plant.advance(self.commands.torque(now), self.substeps)
             except (FloatingPointError, ManipDynamicsError) as err:
-                # diverged, or the core refused a state (overflow): never let it kill the node
-                self.get_logger().error(f'simulation step failed: {err}; '
-                                        'resetting to the initial state')
-                self.sim.reset(self._initial('initial_positions'),
-                               self._initial('initial_velocities'))
-        msg = JointState()
+                # diverged, or the core refused a state: never let it kill the node
+                self.get_logger().error(f"simulation step failed: {err}; "
+                                        "resetting to the initial state")
+                self._reset(log=False)
+        self._publish()
+
+    def _publish(self):
         if self.lockstep:
             # One period per message: stamps follow simulated time, not the wall clock.
-            self.stamp_ns += round(1e9 / self.publish_rate)
-            msg.header.stamp = Time(nanoseconds=self.stamp_ns).to_msg()
+            self.stamp_ns += round(1e9 * self.h * self.substeps)
+            stamp = Time(nanoseconds=self.stamp_ns).to_msg()
         else:
-            msg.header.stamp = self.get_clock().now().to_msg()
-        msg.name = self.joint_names
-        msg.position = self.sim.q.tolist()
-        msg.velocity = self.sim.qd.tolist()
-        msg.effort = np.asarray(self.tau_applied, dtype=float).tolist()
+            stamp = self.get_clock().now().to_msg()
+        q, qd = self.plant.q, self.plant.qd
+        tau = self.plant.tau_applied if not self.paused else np.zeros(self.model.n)
+        msg = JointState(name=self.joint_names,
+                         position=self.noise("position", q).tolist(),
+                         velocity=self.noise("velocity", qd).tolist(),
+                         effort=self.noise("effort", np.asarray(tau, dtype=float)).tolist())
+        msg.header.stamp = stamp
+        truth = JointState(name=self.joint_names, position=q.tolist(),
+                           effort=self.plant.external_torques().tolist())
+        truth.header.stamp = stamp
         self.joint_state_pub.publish(msg)
-        self.published_stamp = (msg.header.stamp.sec, msg.header.stamp.nanosec)
-        self.published_at = time.monotonic()
-
-    def _answered(self):
-        """Lockstep: did a command answer the last published state?
-
-        A JointState command with a stamp answers the state with that stamp (the
-        computed_torque_controller copies it); an unstamped or Float64MultiArray command
-        answers whatever state was published before it arrived.
-        """
-        if self.published_at is None or self.command_time is None:
-            return self.published_at is None
-        if self.command_stamp is not None:
-            return self.command_stamp >= self.published_stamp
-        return self.command_time >= self.published_at
+        self.truth_pub.publish(truth)
+        self.commands.published((stamp.sec, stamp.nanosec), time.monotonic())
 
 
 def main(args=None) -> int:
-    return run_node(ArmSimulator, args)
+    # A start-up value out of its table bounds or refused by check(): "cannot start: ...".
+    return run_node(ArmSimulator, args, fatal=(ValueError, ParameterException),
+                    name="arm_simulator")
 
 
-if __name__ == '__main__':
+if __name__ == "__main__":
     raise SystemExit(main())

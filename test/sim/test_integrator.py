@@ -1,4 +1,4 @@
-"""ArmSimulation without ROS: the integrator's accuracy, energy behaviour and friction.
+"""The model-matched plant (sim.model_plant.ModelPlant, no ROS): the integrator's accuracy, energy behaviour and friction.
 
 Bounds: a passive frictionless arm conserves E = T + V exactly; classical RK4 with
 h = 1 ms has local error O(h^5) and, for these arms (swing periods ~1 s, so omega h ~ 0.006),
@@ -10,15 +10,15 @@ import numpy as np
 import pytest
 
 from manip_dynamics import RobotModel, robots
-from manip_dynamics.nodes.arm_simulator import ArmSimulation
+from manip_dynamics.sim.model_plant import ModelPlant
 
 pytestmark = pytest.mark.filterwarnings("ignore::manip_dynamics.MasslessLinkWarning")
 
 
 def _sim(name, q0, integrator="rk4", viscous=0.0, coulomb=0.0):
     model = RobotModel.from_urdf_file(robots.path(name))
-    sim = ArmSimulation(model, np.full(model.n, viscous), np.full(model.n, coulomb),
-                        coulomb_velocity=0.1, integrator=integrator)
+    sim = ModelPlant(model, np.full(model.n, viscous), np.full(model.n, coulomb),
+                     coulomb_velocity=0.1, integrator=integrator)
     sim.reset(q0)
     return sim
 
@@ -28,7 +28,7 @@ def _energy_trace(sim, seconds, h=1e-3, every=10, potentials=None):
     energies = [sim.energy()]
     tau = np.zeros(sim.n)
     for _ in range(int(round(seconds / h / every))):
-        sim.advance(tau, h, every)
+        sim.advance(tau, every, h)
         energies.append(sim.energy())
         if potentials is not None:
             potentials.append(sim.model.potential_energy(sim.q))
@@ -66,7 +66,7 @@ def test_rk4_is_fourth_order():
     and 2.5 ms are still slightly pre-asymptotic); first order would give 2, second 4."""
     def final_q(h):
         sim = _sim("planar_2r", [0.2, 0.4])
-        sim.advance(np.zeros(2), h, int(round(0.5 / h)))
+        sim.advance(np.zeros(2), int(round(0.5 / h)), h)
         return sim.q
 
     reference = final_q(1e-4)
@@ -87,5 +87,5 @@ def test_held_against_gravity_the_arm_stays():
     sim = _sim("panda", [0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785])
     q0 = sim.q.copy()
     for _ in range(200):                       # 2 s, torque recomputed every 10 ms
-        sim.advance(sim.model.gravity_torques(sim.q), 1e-3, 10)
+        sim.advance(sim.model.gravity_torques(sim.q), 10, 1e-3)
     assert np.max(np.abs(sim.q - q0)) < 1e-9
