@@ -493,7 +493,10 @@ def build_phases(args, path, rates, me):
 
     from manip_dynamics_interfaces.msg import Dynamics
 
-    node_args = ["-m", "manip_dynamics.nodes.dynamics_node", "--ros-args",
+    node = [os.path.abspath(args.node_script)] if args.node_script else [
+        "-m", "manip_dynamics.nodes.dynamics_node"]
+    extra = [a for p in args.node_param for a in ("-p", p)]
+    node_args = [*node, "--ros-args", *extra,
                  "-p", f"urdf_file:={path}", "-p", "markers.enabled:=true",
                  "-p", "markers.show_mass_matrix:=true"]
     reply = (Dynamics, "/dynamics_node/dynamics")
@@ -507,7 +510,7 @@ def build_phases(args, path, rates, me):
         if args.executors:
             for kind in ("single", "events"):
                 phases.append((f"diag DynamicsNode, {kind} executor",
-                               [me, "--serve", kind, *node_args[2:]], *reply, rate))
+                               [me, "--serve", kind, *node_args[len(node):]], *reply, rate))
         if "markers" in args.node_phases:
             phases.append(("dynamics_node (~/dynamics)", node_args, *reply, rate))
         # The same node without markers: building and sending the MarkerArray (10 Hz) is
@@ -600,6 +603,12 @@ def main() -> int:
                     help="also run the DynamicsNode class under the single-threaded and "
                          "the events executor (diagnosis; the node's own main() is the "
                          "headline number)")
+    ap.add_argument("--node-script", metavar="PATH",
+                    help="run this script instead of manip_dynamics.nodes.dynamics_node "
+                         "(e.g. an experimental variant taking the same --ros-args)")
+    ap.add_argument("--node-param", action="append", default=[], metavar="NAME:=VALUE",
+                    help="extra parameter for the dynamics_node phases (repeatable)")
+    ap.add_argument("--tag", default="", help="a label stored with the --json results")
     ap.add_argument("--json", metavar="PATH", help="also append the results to PATH (JSON lines)")
     ap.add_argument("--serve", choices=["single", "events", "multi"], help=argparse.SUPPRESS)
     args, ros_args = ap.parse_known_args()
@@ -622,11 +631,16 @@ def main() -> int:
     logdir = tempfile.mkdtemp(prefix="bench_node_latency_")
     phases = build_phases(args, path, rates, os.path.abspath(__file__))
     load_before = os.getloadavg()
-    if args.cpu_limit:
-        with CpuLimit(args.cpu_limit):
+    from rclpy.executors import ExternalShutdownException
+    try:
+        if args.cpu_limit:
+            with CpuLimit(args.cpu_limit):
+                results = run_all(args, path, q, qd, model.joint_names, phases, logdir)
+        else:
             results = run_all(args, path, q, qd, model.joint_names, phases, logdir)
-    else:
-        results = run_all(args, path, q, qd, model.joint_names, phases, logdir)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        print("interrupted (servers stopped, cgroup removed)", file=sys.stderr)
+        return 130
     load_after = os.getloadavg()
     limit = f", cpu limit {args.cpu_limit:g} CPUs (cgroup quota)" if args.cpu_limit else ""
     print_results(results, (
@@ -639,6 +653,7 @@ def main() -> int:
         with open(args.json, "a") as f:
             for r in results:
                 f.write(json.dumps({**r, "robot": args.robot, "cpu_limit": args.cpu_limit,
+                                    "tag": args.tag, "node_param": args.node_param,
                                     "load_before": load_before, "load_after": load_after,
                                     "time": time.strftime("%Y-%m-%dT%H:%M:%SZ",
                                                           time.gmtime())}) + "\n")
