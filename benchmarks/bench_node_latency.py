@@ -33,7 +33,9 @@ process (cProfile, no middleware in the loop) to show where the time goes.
 Small-machine mode: ``--cpu-limit CPUS`` puts the driver and every server it starts in
 a new cgroup with a CPU quota of CPUS CPUs (cgroup v1: ``/sys/fs/cgroup/cpu/<group>/
 cpu.cfs_quota_us`` = CPUS x ``cpu.cfs_period_us`` (100 ms); cgroup v2: ``cpu.max``).
-Needs root; the group is removed on exit (also on errors and Ctrl-C; a group left by
+By default the group also gets 10x the default scheduler weight, so that on a loaded
+machine it gets its whole quota (a dedicated small machine); ``--fair-share`` keeps the
+default weight. Needs root; the group is removed on exit (also on errors and Ctrl-C; a group left by
 a killed run is removed by the next run, or by hand: ``rmdir
 /sys/fs/cgroup/cpu/manip_dynamics_bench_*``). With sudo (which resets the environment,
 so pass the domain id and use the venv's python by path)::
@@ -164,16 +166,21 @@ class CpuLimit:
     ``cpus`` CPUs (``quota = cpus * period`` per ``period`` of 100 ms) in a new cgroup.
 
     cgroup v1 (``/sys/fs/cgroup/cpu``): ``cpu.cfs_period_us``, ``cpu.cfs_quota_us``;
-    cgroup v2 (unified, cpu controller available): ``cpu.max``. Needs root. On exit
+    cgroup v2 (unified, cpu controller available): ``cpu.max``. With ``favoured`` the
+    group also gets 10x the default weight (v1 ``cpu.shares`` 10240, v2 ``cpu.weight``
+    1000), so that on a loaded machine the quota, not the other processes, is what
+    limits it: a dedicated machine of ``cpus`` CPUs. (The scheduler weighs a group as one
+    entity against every other runnable task: with the default weight and 8 busy tasks
+    around, a 1-CPU group gets about 0.2 CPU.) Needs root. On exit
     (also on an exception or Ctrl-C) this process goes back to its own cgroup and the
     group is removed; groups left by a killed run (their pid is gone) are removed at the
     next start. By hand: ``rmdir /sys/fs/cgroup/cpu/manip_dynamics_bench_*`` (v1).
     """
 
-    def __init__(self, cpus: float, period_us: int = 100_000):
+    def __init__(self, cpus: float, period_us: int = 100_000, favoured: bool = True):
         if not cpus > 0:
             raise ValueError(f"--cpu-limit must be > 0 CPUs, got {cpus}")
-        self.cpus, self.period_us = cpus, period_us
+        self.cpus, self.period_us, self.favoured = cpus, period_us, favoured
         self.path = None
         self._home_procs = None
 
@@ -183,16 +190,18 @@ class CpuLimit:
         v1 = "/sys/fs/cgroup/cpu"
         if os.path.isfile(os.path.join(v1, "cpu.cfs_quota_us")):
             home = _own_cgroup(lambda c: "cpu" in c.split(","))
-            return v1, [("cpu.cfs_period_us", str(self.period_us)),
-                        ("cpu.cfs_quota_us", str(quota))], os.path.join(
-                            v1, home.lstrip("/"), "cgroup.procs")
+            files = [("cpu.cfs_period_us", str(self.period_us)),
+                     ("cpu.cfs_quota_us", str(quota))]
+            files += [("cpu.shares", "10240")] * self.favoured
+            return v1, files, os.path.join(v1, home.lstrip("/"), "cgroup.procs")
         v2 = "/sys/fs/cgroup"
         controllers = os.path.join(v2, "cgroup.controllers")
         if os.path.isfile(controllers) and "cpu" in open(controllers).read().split():
             _write(os.path.join(v2, "cgroup.subtree_control"), "+cpu")
             home = _own_cgroup(lambda c: c == "")
-            return v2, [("cpu.max", f"{quota} {self.period_us}")], os.path.join(
-                v2, home.lstrip("/"), "cgroup.procs")
+            files = [("cpu.max", f"{quota} {self.period_us}")]
+            files += [("cpu.weight", "1000")] * self.favoured
+            return v2, files, os.path.join(v2, home.lstrip("/"), "cgroup.procs")
         raise RuntimeError("--cpu-limit: no cgroup cpu controller found (neither "
                            "/sys/fs/cgroup/cpu/cpu.cfs_quota_us (v1) nor 'cpu' in "
                            "/sys/fs/cgroup/cgroup.controllers (v2))")
@@ -591,6 +600,9 @@ def main() -> int:
     ap.add_argument("--cpu-limit", type=float, metavar="CPUS",
                     help="run driver and servers under a cgroup CPU quota of CPUS CPUs "
                          "(e.g. 1 or 0.5; needs root: see the module docstring)")
+    ap.add_argument("--fair-share", action="store_true",
+                    help="with --cpu-limit: keep the default cgroup weight (on a loaded "
+                         "machine the group then gets less than its quota)")
     ap.add_argument("--node-phases", default="markers,nomarkers",
                     help="which dynamics_node phases to run: markers, nomarkers or both")
     ap.add_argument("--seconds", type=float, default=5.0, help="measurement per phase [s]")
@@ -634,7 +646,7 @@ def main() -> int:
     from rclpy.executors import ExternalShutdownException
     try:
         if args.cpu_limit:
-            with CpuLimit(args.cpu_limit):
+            with CpuLimit(args.cpu_limit, favoured=not args.fair_share):
                 results = run_all(args, path, q, qd, model.joint_names, phases, logdir)
         else:
             results = run_all(args, path, q, qd, model.joint_names, phases, logdir)
@@ -642,7 +654,9 @@ def main() -> int:
         print("interrupted (servers stopped, cgroup removed)", file=sys.stderr)
         return 130
     load_after = os.getloadavg()
-    limit = f", cpu limit {args.cpu_limit:g} CPUs (cgroup quota)" if args.cpu_limit else ""
+    limit = (f", cpu limit {args.cpu_limit:g} CPUs (cgroup quota"
+             f"{', default weight' if args.fair_share else ', 10x weight'})"
+             if args.cpu_limit else "")
     print_results(results, (
         f"\n{args.robot} ({model.n} DOF), joint_states for {args.seconds:.0f} s per phase"
         f"{limit}; load average (1, 5, 15 min) before {load_before[0]:.2f} {load_before[1]:.2f} "
