@@ -510,6 +510,10 @@ def build_phases(args, path, rates, me):
                  "-p", "markers.show_mass_matrix:=true"]
     reply = (Dynamics, "/dynamics_node/dynamics")
     phases = []
+    wanted = set(args.node_phases.split(","))
+    unknown = wanted - {"markers", "nomarkers", "none", ""}
+    if unknown:
+        raise SystemExit(f"--node-phases: unknown {sorted(unknown)} (markers, nomarkers, none)")
     for rate in rates:
         phases.append(("floor (echo, default executor)", [me, "--echo", "default"],
                        JointState, ECHO_TOPIC, rate))
@@ -520,11 +524,11 @@ def build_phases(args, path, rates, me):
             for kind in ("single", "events"):
                 phases.append((f"diag DynamicsNode, {kind} executor",
                                [me, "--serve", kind, *node_args[len(node):]], *reply, rate))
-        if "markers" in args.node_phases:
+        if "markers" in wanted:
             phases.append(("dynamics_node (~/dynamics)", node_args, *reply, rate))
         # The same node without markers: building and sending the MarkerArray (10 Hz) is
         # what a message arriving right behind a marker update waits for.
-        if "nomarkers" in args.node_phases:
+        if "nomarkers" in wanted:
             phases.append(("dynamics_node, markers off",
                            node_args[:-4] + ["-p", "markers.enabled:=false"], *reply, rate))
     return phases
