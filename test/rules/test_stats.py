@@ -1,6 +1,9 @@
 """manip_dynamics.rules.stats: counts, rates, percentiles, CPU and levels against values
 computed by hand (no rclpy)."""
 import math
+import os
+import subprocess
+import sys
 
 import pytest
 
@@ -135,3 +138,14 @@ def test_thresholds_relax_the_warnings():
 def test_bad_sizes_are_refused():
     with pytest.raises(ValueError, match="window_reports"):
         NodeStats(0.0, 0.0, window_reports=0)
+
+
+def test_importing_stats_never_imports_rclpy():
+    code = ("import sys, manip_dynamics.rules.stats; "
+            "bad = [m for m in sys.modules if m.split('.')[0] in ('rclpy', 'rosidl_runtime_py')]; "
+            "print(bad); sys.exit(1 if bad else 0)")
+    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+    env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
