@@ -32,7 +32,10 @@ process (cProfile, no middleware in the loop) to show where the time goes.
 
 Small-machine mode: ``--cpu-limit CPUS`` puts the driver and every server it starts in
 a new cgroup with a CPU quota of CPUS CPUs (cgroup v1: ``/sys/fs/cgroup/cpu/<group>/
-cpu.cfs_quota_us`` = CPUS x ``cpu.cfs_period_us`` (100 ms); cgroup v2: ``cpu.max``).
+cpu.cfs_quota_us`` = CPUS x ``cpu.cfs_period_us``; cgroup v2: ``cpu.max``). The period
+is ``--cpu-period`` (10 ms by default, not the kernel's 100 ms: a group that spends its
+quota early stalls until the period ends, and with 100 ms that alone puts ~50 ms into
+every p99 at CPUS = 0.5, an artefact a really slower machine does not have).
 By default the group also gets 10x the default scheduler weight, so that on a loaded
 machine it gets its whole quota (a dedicated small machine); ``--fair-share`` keeps the
 default weight. Needs root; the group is removed on exit (also on errors and Ctrl-C; a group left by
@@ -163,7 +166,8 @@ def _own_cgroup(hierarchy_line_match) -> str:
 
 class CpuLimit:
     """This process, and every process it starts from now on, under a CPU quota of
-    ``cpus`` CPUs (``quota = cpus * period`` per ``period`` of 100 ms) in a new cgroup.
+    ``cpus`` CPUs (``quota = cpus * period`` per ``period``, default 100 ms) in a new
+    cgroup.
 
     cgroup v1 (``/sys/fs/cgroup/cpu``): ``cpu.cfs_period_us``, ``cpu.cfs_quota_us``;
     cgroup v2 (unified, cpu controller available): ``cpu.max``. With ``favoured`` the
@@ -604,6 +608,10 @@ def main() -> int:
     ap.add_argument("--cpu-limit", type=float, metavar="CPUS",
                     help="run driver and servers under a cgroup CPU quota of CPUS CPUs "
                          "(e.g. 1 or 0.5; needs root: see the module docstring)")
+    ap.add_argument("--cpu-period", type=float, default=10.0, metavar="MS",
+                    help="with --cpu-limit: the quota's period [ms] (default 10; the group "
+                         "may stall up to (1 - CPUS / cores in use) periods once its quota "
+                         "is spent, which a really smaller machine does not do)")
     ap.add_argument("--fair-share", action="store_true",
                     help="with --cpu-limit: keep the default cgroup weight (on a loaded "
                          "machine the group then gets less than its quota)")
@@ -650,7 +658,8 @@ def main() -> int:
     from rclpy.executors import ExternalShutdownException
     try:
         if args.cpu_limit:
-            with CpuLimit(args.cpu_limit, favoured=not args.fair_share):
+            with CpuLimit(args.cpu_limit, period_us=int(args.cpu_period * 1000),
+                          favoured=not args.fair_share):
                 results = run_all(args, path, q, qd, model.joint_names, phases, logdir)
         else:
             results = run_all(args, path, q, qd, model.joint_names, phases, logdir)
@@ -658,7 +667,7 @@ def main() -> int:
         print("interrupted (servers stopped, cgroup removed)", file=sys.stderr)
         return 130
     load_after = os.getloadavg()
-    limit = (f", cpu limit {args.cpu_limit:g} CPUs (cgroup quota"
+    limit = (f", cpu limit {args.cpu_limit:g} CPUs (cgroup quota per {args.cpu_period:g} ms"
              f"{', default weight' if args.fair_share else ', 10x weight'})"
              if args.cpu_limit else "")
     print_results(results, (
