@@ -22,7 +22,11 @@ out) and over the batch size N (1, 10, 1000, 100000):
 
 N = 1 is one call with a single state (ours: a 1-D q); N > 1 is our batched call on an
 (N, n) array against a Python loop over Pinocchio. Only the public RobotModel API is used.
-Per-state times (us) and ratios ours / Pinocchio (lower is better). Batches whose outputs
+Per-state times (us) and ratios ours / Pinocchio (lower is better). On a loaded machine
+run it with OPENBLAS_NUM_THREADS=1 too: the core's finite check of (N, n) inputs and outputs
+uses np.vdot, which OpenBLAS runs multithreaded above a few thousand entries, and with
+the cores busy one such call was seen to take 16-24 ms (a batch of 400-1000 states of the
+29-DOF G1 then costs 20-60 us per state instead of the kernel's 4-10 us). Batches whose outputs
 would exceed ``--max-gb`` are left out (say so in the table). Bounded: about 1-3 minutes
 on a 2-core machine with the defaults (``--batches 1,10,1000`` for a quick look).
 
@@ -239,7 +243,8 @@ def bundle_tables(n_batch, rng):
     """The per-robot bundle tables (issue 3): one state and one batch of n_batch states."""
     import pinocchio as pin
 
-    print(f"pinocchio {pin.__version__}, numpy {np.__version__}; times in us per state\n")
+    print(f"pinocchio {pin.__version__}, numpy {np.__version__}; OPENBLAS_NUM_THREADS="
+          f"{os.environ.get('OPENBLAS_NUM_THREADS', '(unset)')}; times in us per state\n")
     for label, (rel, mimic, tip) in ROBOTS.items():
         model, pm, pd, iq, iv, t_parse, t_warm = load_pair(rel, mimic)
         pin_bundle = pin_functions(pm, pd, tip)["compute_all"]
