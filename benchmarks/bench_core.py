@@ -9,9 +9,33 @@ Per-state bundle = g, C qd, M, J (tip, LOCAL_WORLD_ALIGNED), Lambda (tip, 6x6):
                          (np.linalg.inv(crba) where Pinocchio does not support mimic joints)
 Batched (N states): our batched calls vs a Python loop of the Pinocchio bundle.
 
+Scaling table (issue 11; ``--scaling``, on by default): per function, our call vs its
+Pinocchio counterpart, over the number of joints (UR5 6, Panda 7, Unitree G1 29 and G1
+with hands 43, fixed base: example-robot-data's URDFs, whose floating joint is commented
+out) and over the batch size N (1, 10, 1000, 100000):
+
+  gravity_torques    vs computeGeneralizedGravity
+  coriolis_torques   vs rnea(q, v, 0) on a copy of the model with zero gravity
+  mass_matrix        vs crba
+  jacobian           vs computeFrameJacobian(LOCAL_WORLD_ALIGNED)
+  compute_all        vs the bundle above (rnea, crba, frame Jacobian, M^-1, Lambda)
+
+N = 1 is one call with a single state (ours: a 1-D q); N > 1 is our batched call on an
+(N, n) array against a Python loop over Pinocchio. Only the public RobotModel API is used.
+Per-state times (us) and ratios ours / Pinocchio (lower is better). On a loaded machine
+run it with OPENBLAS_NUM_THREADS=1 too: the core's finite check of (N, n) inputs and outputs
+uses np.vdot, which OpenBLAS runs multithreaded above a few thousand entries, and with
+the cores busy one such call was seen to take 16-24 ms (a batch of 400-1000 states of the
+29-DOF G1 then costs 20-60 us per state instead of the kernel's 4-10 us). Batches whose outputs
+would exceed ``--max-gb`` are left out (say so in the table). Bounded: about 1-3 minutes
+on a 2-core machine with the defaults (``--batches 1,10,1000`` for a quick look).
+
 Run:  PYTHONPATH=. .venv/bin/python benchmarks/bench_core.py [--n-batch 1000]
+      [--batches 1,10,1000,100000] [--no-scaling] [--no-bundle]
 Prints times in microseconds per state and the ratios ours / Pinocchio (lower is better).
 Goals (issue 3): per-state bundle ratio <= 5 (ambition 1.5); batched per state <= 2x the
+Python loop over Pinocchio. Issue 11: single calls within 2x of Pinocchio, compute_all
+no slower than the Pinocchio bundle; batched gravity and compute_all at most 0.3x of the
 Python loop over Pinocchio.
 """
 import argparse
@@ -32,6 +56,15 @@ ROBOTS = {
     "UR5 (6 dof)": ("ur_description/urdf/ur5_robot.urdf", False, "tool0"),
     "Panda (7 dof + mimic fingers)": ("panda_description/urdf/panda.urdf", True, "panda_hand_tcp"),
 }
+# the scaling table: (label, URDF, mimic, tip frame)
+SCALING_ROBOTS = [
+    ("UR5", "ur_description/urdf/ur5_robot.urdf", False, "tool0"),
+    ("Panda", "panda_description/urdf/panda.urdf", True, "panda_hand_tcp"),
+    ("G1", "g1_description/urdf/g1_29dof_rev_1_0.urdf", False, "left_rubber_hand"),
+    ("G1 + hands", "g1_description/urdf/g1_29dof_with_hand_rev_1_0.urdf", False,
+     "left_hand_palm_link"),
+]
+FUNCTIONS = ("gravity_torques", "coriolis_torques", "mass_matrix", "jacobian", "compute_all")
 
 
 def best_time(fn, repeat=7, min_time=0.2):
@@ -55,64 +88,173 @@ def best_time(fn, repeat=7, min_time=0.2):
     return best
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--n-batch", type=int, default=1000)
-    args = ap.parse_args()
+def load_pair(rel, mimic):
+    """(our RobotModel, Pinocchio model, its Data, q indices, v indices, parse s, warm-up s)
+    of one example-robot-data URDF; our joints are mapped to Pinocchio's by name."""
     import pinocchio as pin
 
-    rng = np.random.default_rng(0)
-    print(f"pinocchio {pin.__version__}, numpy {np.__version__}; times in us per state\n")
+    path = os.path.join(ROBOTS_DIR, rel)
+    t0 = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = RobotModel.from_urdf_file(path)
+    t_parse = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    model.warm_up()
+    t_warm = time.perf_counter() - t0
+    pm = pin.buildModelFromUrdf(path, mimic=True) if mimic else pin.buildModelFromUrdf(path)
+    ids = [pm.getJointId(j) for j in model.joint_names]
+    assert all(pm.joints[i].nq == 1 for i in ids), "continuous joints not handled here"
+    iq = np.array([pm.joints[i].idx_q for i in ids])
+    iv = np.array([pm.joints[i].idx_v for i in ids])
+    return model, pm, pm.createData(), iq, iv, t_parse, t_warm
+
+
+def pin_states(pm, iq, iv, Q, QD):
+    """Our (N, n) states as Pinocchio's (N, nq), (N, nv) (other joints at neutral / rest)."""
+    import pinocchio as pin
+
+    QP = np.tile(pin.neutral(pm), (len(Q), 1))
+    QP[:, iq] = Q
+    VP = np.zeros((len(Q), pm.nv))
+    VP[:, iv] = QD
+    return QP, VP
+
+
+def pin_functions(pm, pd, tip):
+    """{name: f(qp, vp)}: Pinocchio's counterpart of each of our FUNCTIONS."""
+    import pinocchio as pin
+
+    fid = pm.getFrameId(tip)
+    zero_v = np.zeros(pm.nv)
+    pm0 = pin.Model(pm)                       # C(q, v) v = rnea(q, v, 0) without gravity
+    pm0.gravity.linear[:] = 0.0
+    pd0 = pm0.createData()
+    try:
+        pin.computeMinverse(pm, pd, pin.neutral(pm))
+        minv = pin.computeMinverse
+    except RuntimeError:       # mimic joints: not supported by computeMinverse
+        def minv(pm, pd, q):
+            return np.linalg.inv(pd.M)
+
+    def bundle(qp, vp):
+        g = pin.computeGeneralizedGravity(pm, pd, qp)
+        c = pin.rnea(pm, pd, qp, vp, zero_v) - g
+        M = pin.crba(pm, pd, qp)
+        J = pin.computeFrameJacobian(pm, pd, qp, fid, pin.LOCAL_WORLD_ALIGNED)
+        Mi = minv(pm, pd, qp)
+        Lam = np.linalg.inv(J @ Mi @ J.T)
+        return g, c, M, J, Lam
+
+    return {
+        "gravity_torques": lambda qp, vp: pin.computeGeneralizedGravity(pm, pd, qp),
+        "coriolis_torques": lambda qp, vp: pin.rnea(pm0, pd0, qp, vp, zero_v),
+        "mass_matrix": lambda qp, vp: pin.crba(pm, pd, qp),
+        "jacobian": lambda qp, vp: pin.computeFrameJacobian(pm, pd, qp, fid,
+                                                            pin.LOCAL_WORLD_ALIGNED),
+        "compute_all": bundle,
+    }
+
+
+def our_functions(model, tip):
+    """{name: f(q, qd)} over our public API, for one state or an (N, n) batch."""
+    return {
+        "gravity_torques": lambda q, qd: model.gravity_torques(q),
+        "coriolis_torques": lambda q, qd: model.coriolis_torques(q, qd),
+        "mass_matrix": lambda q, qd: model.mass_matrix(q),
+        "jacobian": lambda q, qd: model.jacobian(q, tip),
+        "compute_all": lambda q, qd: model.compute_all(q, qd, tip),
+    }
+
+
+def check_agree(model, ours, theirs, q, qd, qp, vp, iv):
+    """Max difference of our FUNCTIONS and Pinocchio's at one state (relative for Lambda):
+    the two sides must agree before their times mean anything."""
+    g, c, M, J, Lam = theirs["compute_all"](qp, vp)
+    terms = ours["compute_all"](q, qd)
+    M = np.triu(M) + np.triu(M, 1).T        # crba may fill only the upper triangle
+    errs = [np.abs(terms.g - g[iv]).max(), np.abs(terms.c - c[iv]).max(),
+            np.abs(terms.M - M[np.ix_(iv, iv)]).max(), np.abs(terms.J - J[:, iv]).max(),
+            np.abs(terms.Lambda - Lam).max() / np.abs(Lam).max(),
+            np.abs(ours["coriolis_torques"](q, qd) - theirs["coriolis_torques"](qp, vp)[iv]).max()]
+    return max(errs)
+
+
+def output_bytes(name, n, N):
+    """Bytes of our outputs for N states (compute_all: g, c, M, J, A, Lambda)."""
+    per = {"gravity_torques": n, "coriolis_torques": n, "mass_matrix": n * n,
+           "jacobian": 6 * n, "compute_all": 2 * n + n * n + 6 * n + 72}[name]
+    return 8 * per * N
+
+
+def time_per_state(fn, N):
+    """Best time per state (s): best_time for small N, fewer repetitions for large N."""
+    if N >= 100_000:
+        return best_time(fn, repeat=1, min_time=0.0) / N
+    if N >= 1000:
+        return best_time(fn, repeat=5, min_time=0.3) / N
+    # many short samples: on a loaded machine the best one is the least disturbed
+    return best_time(fn, repeat=25, min_time=0.1) / N
+
+
+def scaling_table(batches, max_gb, rng):
+    """Per robot and function: ours vs Pinocchio per state over the batch sizes."""
+    print("Scaling: per-state time in us, ours / Pinocchio (N = 1: one call each; N > 1: "
+          "our batched call vs a Python loop over Pinocchio)")
+    head = "".join(f" | N={N:<7d} ours     pin  ratio" for N in batches)
+    for label, rel, mimic, tip in SCALING_ROBOTS:
+        model, pm, pd, iq, iv, _, _ = load_pair(rel, mimic)
+        ours, theirs = our_functions(model, tip), pin_functions(pm, pd, tip)
+        Nmax = max(batches)
+        Q = rng.uniform(-1.5, 1.5, (Nmax, model.n))
+        QD = rng.normal(size=(Nmax, model.n))
+        QP, VP = pin_states(pm, iq, iv, Q, QD)
+        err = check_agree(model, ours, theirs, Q[0], QD[0], QP[0], VP[0], iv)
+        assert err < 1e-8, f"{label}: ours and Pinocchio disagree by {err}"
+        print(f"\n{label}: n={model.n}, tip={tip}, max |ours - pin| {err:.1e}")
+        print(f"  {'function':<17s}{head}")
+        for name in FUNCTIONS:
+            cells = []
+            for N in batches:
+                if output_bytes(name, model.n, N) > max_gb * 1e9:
+                    cells.append(f" | {'(outputs > %g GB: not run)' % max_gb:<31s}")
+                    continue
+                f, p = ours[name], theirs[name]
+                if N == 1:
+                    q, qd, qp, vp = Q[0], QD[0], QP[0], VP[0]
+                    t_ours = time_per_state(lambda: f(q, qd), 1)
+                    t_pin = time_per_state(lambda: p(qp, vp), 1)
+                else:
+                    Qn, QDn, QPn, VPn = Q[:N], QD[:N], QP[:N], VP[:N]
+
+                    def pin_loop():
+                        for k in range(N):
+                            p(QPn[k], VPn[k])
+
+                    t_ours = time_per_state(lambda: f(Qn, QDn), N)
+                    t_pin = time_per_state(pin_loop, N)
+                cells.append(f" | {'':9s}{t_ours * 1e6:7.2f} {t_pin * 1e6:7.2f} "
+                             f"{t_ours / t_pin:6.2f}")
+            print(f"  {name:<17s}{''.join(cells)}", flush=True)
+    print()
+
+
+def bundle_tables(n_batch, rng):
+    """The per-robot bundle tables (issue 3): one state and one batch of n_batch states."""
+    import pinocchio as pin
+
+    print(f"pinocchio {pin.__version__}, numpy {np.__version__}; OPENBLAS_NUM_THREADS="
+          f"{os.environ.get('OPENBLAS_NUM_THREADS', '(unset)')}; times in us per state\n")
     for label, (rel, mimic, tip) in ROBOTS.items():
-        path = os.path.join(ROBOTS_DIR, rel)
-        t0 = time.perf_counter()
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            model = RobotModel.from_urdf_file(path)
-        t_parse = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        model.warm_up()
-        t_warm = time.perf_counter() - t0
-
-        pm = pin.buildModelFromUrdf(path, mimic=True) if mimic else pin.buildModelFromUrdf(path)
-        pd = pm.createData()
-        fid = pm.getFrameId(tip)
-        ids = [pm.getJointId(j) for j in model.joint_names]
-        assert all(pm.joints[i].nq == 1 for i in ids), "continuous joints not handled here"
-        iq = np.array([pm.joints[i].idx_q for i in ids])
-        iv = np.array([pm.joints[i].idx_v for i in ids])
-        try:
-            pin.computeMinverse(pm, pd, pin.neutral(pm))
-            minv = pin.computeMinverse
-        except RuntimeError:       # mimic joints: not supported by computeMinverse
-            def minv(pm, pd, q):
-                return np.linalg.inv(pd.M)
-        zero_v = np.zeros(pm.nv)
-
-        def pin_bundle(qp, vp):
-            g = pin.computeGeneralizedGravity(pm, pd, qp)
-            c = pin.rnea(pm, pd, qp, vp, zero_v) - g
-            M = pin.crba(pm, pd, qp)
-            J = pin.computeFrameJacobian(pm, pd, qp, fid, pin.LOCAL_WORLD_ALIGNED)
-            Mi = minv(pm, pd, qp)
-            Lam = np.linalg.inv(J @ Mi @ J.T)
-            return g, c, M, J, Lam
-
-        N = args.n_batch
+        model, pm, pd, iq, iv, t_parse, t_warm = load_pair(rel, mimic)
+        pin_bundle = pin_functions(pm, pd, tip)["compute_all"]
+        N = n_batch
         Q = rng.uniform(-1.5, 1.5, (N, model.n))
         QD = rng.normal(size=(N, model.n))
-        QP = np.tile(pin.neutral(pm), (N, 1))
-        QP[:, iq] = Q
-        VP = np.zeros((N, pm.nv))
-        VP[:, iv] = QD
+        QP, VP = pin_states(pm, iq, iv, Q, QD)
         q, qd, qp, vp = Q[0], QD[0], QP[0], VP[0]
-
-        # the two sides must agree before their times mean anything
-        g, c, M, J, Lam = pin_bundle(qp, vp)
-        terms = model.compute_all(q, qd, tip)
-        err = max(np.abs(terms.g - g[iv]).max(), np.abs(terms.c - c[iv]).max(),
-                  np.abs(terms.M - M[np.ix_(iv, iv)]).max(), np.abs(terms.J - J[:, iv]).max(),
-                  np.abs(terms.Lambda - Lam).max() / np.abs(Lam).max())
+        err = check_agree(model, our_functions(model, tip), pin_functions(pm, pd, tip),
+                          q, qd, qp, vp, iv)
         assert err < 1e-8, f"ours and Pinocchio disagree by {err}"
 
         def ours_separate():
@@ -161,6 +303,25 @@ def main():
             ratio = f"ratio {t / ref:6.2f}" if ref else ""
             print(f"  {name:<52s} {t * 1e6:9.2f} us  {ratio}")
         print(f"  batching speed-up over a Python loop of ours: {tb_ours_loop / tb_all:.1f}x\n")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--n-batch", type=int, default=1000, help="batch of the bundle tables")
+    ap.add_argument("--batches", default="1,10,1000,100000",
+                    help="batch sizes of the scaling table (comma-separated)")
+    ap.add_argument("--max-gb", type=float, default=2.0,
+                    help="leave out scaling cells whose outputs exceed this many GB")
+    ap.add_argument("--no-scaling", action="store_true", help="skip the scaling table")
+    ap.add_argument("--no-bundle", action="store_true", help="skip the bundle tables")
+    args = ap.parse_args()
+    rng = np.random.default_rng(0)
+    t0 = time.perf_counter()
+    if not args.no_bundle:
+        bundle_tables(args.n_batch, rng)
+    if not args.no_scaling:
+        scaling_table([int(b) for b in args.batches.split(",")], args.max_gb, rng)
+    print(f"total time {time.perf_counter() - t0:.0f} s")
 
 
 if __name__ == "__main__":

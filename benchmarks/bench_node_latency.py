@@ -1,32 +1,58 @@
-"""Benchmark: dynamics_node latency at 1 kHz vs the bare rclpy round-trip floor, same run.
+"""Benchmark: dynamics_node latency vs the bare rclpy round-trip floor, same run.
 
-A driver (this process) publishes sensor_msgs/JointState for the embedded 7-DOF arm
-(``panda``, positions AND velocities, so every output is produced) at ``--rate`` Hz on
-``joint_states`` and measures, per message, the time from ``publish()`` to the receipt of
-the matching reply (matched by header stamp):
+A driver (this process) publishes sensor_msgs/JointState (positions AND velocities, so
+every output is produced) at ``--rate`` Hz (``--sweep``: 500, 1000 and 2000 Hz) on
+``joint_states`` for the embedded 7-DOF arm (``--robot panda``, default) or
+example-robot-data's 29-DOF Unitree G1 humanoid with a fixed base (``--robot g1``), and
+measures, per message, the time from ``publish()`` to the receipt of the matching reply
+(matched by header stamp):
 
 * floor: an echo node in its own process (this file with ``--echo``) that republishes
   each joint_states message on ``joint_states_echo``, with the dynamics node's QoS
   (subscription best effort, depth 10; publisher reliable, depth 10). Measured with the
-  default executor (``rclpy.spin``) (and, with ``--events-floor``, rclpy's EventsExecutor).
+  default executor (and, with ``--events-floor``, rclpy's EventsExecutor).
 * node: ``dynamics_node`` (its own process, ``python -m manip_dynamics.nodes.dynamics_node``)
   with every output on: ~/gravity_torques, ~/coriolis_torques, ~/gravity_command,
   ~/dynamics (the reply measured), and ~/inertia_markers (10 Hz, with mass-matrix bars);
-  then the same node with markers off.
+  then the same node with markers off (``--node-phases`` picks).
 
 Phases run one after the other (never two servers at once: 2 cores), each for
-``--seconds``, after a warm-up that waits for the first reply (numba compilation). Messages
-without a reply ``--grace`` s after the last publish are counted as dropped.
+``--seconds``, after a warm-up that waits for the first reply (numba compilation) and 1 s
+at full rate. Messages without a reply ``--grace`` s after the last publish are dropped.
 
-Prints p50 / p99 / max latency (ms) and drops for each phase, and the ratios node / floor.
-Goal (issue 4): node p99 <= 1.5 x floor p99, no drops. ``--profile`` also profiles the
-node's joint_states callback in this process (cProfile, no middleware in the loop) to show
-where the time goes.
+Per phase: latency p50 / p99 / max (ms), drops; ``age99``, the p99 of the age of the
+newest reply received so far, sampled at every period (what a controller reading the
+latest output sees; in periods: a node that keeps up shows about 1, a node behind its
+queue shows the queue length); ``cpu/msg``, the server process's CPU time (utime + stime
+of /proc/PID/stat, all threads) per joint_states message; and the ratios node / floor of
+the same rate (the cpu/msg ratio does not depend on the machine). The load average
+before and after is printed with the table: on a shared machine, compare runs with
+similar load only. ``--profile`` also profiles the node's joint_states callback in this
+process (cProfile, no middleware in the loop) to show where the time goes.
 
-Run:  PYTHONPATH=. .venv/bin/python benchmarks/bench_node_latency.py [--seconds 5] [--profile]
+Small-machine mode: ``--cpu-limit CPUS`` puts the driver and every server it starts in
+a new cgroup with a CPU quota of CPUS CPUs (cgroup v1: ``/sys/fs/cgroup/cpu/<group>/
+cpu.cfs_quota_us`` = CPUS x ``cpu.cfs_period_us``; cgroup v2: ``cpu.max``). The period
+is ``--cpu-period`` (10 ms by default, not the kernel's 100 ms: a group that spends its
+quota early stalls until the period ends, and with 100 ms that alone puts ~50 ms into
+every p99 at CPUS = 0.5, an artefact a really slower machine does not have).
+By default the group also gets 10x the default scheduler weight, so that on a loaded
+machine it gets its whole quota (a dedicated small machine); ``--fair-share`` keeps the
+default weight. Needs root; the group is removed on exit (also on errors and Ctrl-C; a group left by
+a killed run is removed by the next run, or by hand: ``rmdir
+/sys/fs/cgroup/cpu/manip_dynamics_bench_*``). With sudo (which resets the environment,
+so pass the domain id and use the venv's python by path)::
+
+    sudo ROS_DOMAIN_ID=$ROS_DOMAIN_ID .venv/bin/python benchmarks/bench_node_latency.py \
+        --cpu-limit 1
+
+Run:  PYTHONPATH=. .venv/bin/python benchmarks/bench_node_latency.py [--seconds 5]
+      [--sweep | --rate HZ] [--robot panda|g1] [--cpu-limit CPUS] [--profile]
+      [--events-floor] [--json results.jsonl]
 ROS traffic stays on loopback (ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST is forced); the
-domain id is taken from ROS_DOMAIN_ID or picked from the process id. Bounded: < 60 s with
-the defaults.
+domain id is taken from ROS_DOMAIN_ID or picked from the process id. Bounded: each phase
+takes at most startup (<= ``--startup-timeout``) + 1 s + ``--seconds`` + ``--grace``;
+about 25-40 s per rate with the defaults.
 """
 from __future__ import annotations
 
@@ -72,12 +98,20 @@ def _make_executor(kind: str):
 
 
 def _spin(node, executor) -> None:
-    """Spin until Ctrl-C / shutdown, then tear down."""
+    """Spin until Ctrl-C / shutdown, then tear down.
+
+    Not ``executor.spin()``: rclpy 9.1.2's EventsExecutor.spin() runs no callback at all
+    (neither subscriptions nor timers) and does not return on shutdown, seen here with
+    std_msgs and sensor_msgs alike; its spin_until_future_complete() and spin_once() work.
+    """
     import rclpy
     from rclpy.executors import ExternalShutdownException
+    from rclpy.task import Future
     executor.add_node(node)
+    never = Future()
     try:
-        executor.spin()
+        while rclpy.ok():
+            executor.spin_until_future_complete(never, timeout_sec=1.0)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:
@@ -110,6 +144,127 @@ def run_node_with(executor_kind: str, ros_args: list[str]) -> None:
     _spin(DynamicsNode(), _make_executor(executor_kind))
 
 
+# --------------------------------------------------------------------------- CPU quota
+
+CGROUP_PREFIX = "manip_dynamics_bench_"
+
+
+def _write(path: str, text: str) -> None:
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def _own_cgroup(hierarchy_line_match) -> str:
+    """This process's cgroup path (from /proc/self/cgroup) in the matching hierarchy."""
+    with open("/proc/self/cgroup") as f:
+        for line in f:
+            _, controllers, path = line.rstrip("\n").split(":", 2)
+            if hierarchy_line_match(controllers):
+                return path
+    return "/"
+
+
+class CpuLimit:
+    """This process, and every process it starts from now on, under a CPU quota of
+    ``cpus`` CPUs (``quota = cpus * period`` per ``period``, default 100 ms) in a new
+    cgroup.
+
+    cgroup v1 (``/sys/fs/cgroup/cpu``): ``cpu.cfs_period_us``, ``cpu.cfs_quota_us``;
+    cgroup v2 (unified, cpu controller available): ``cpu.max``. With ``favoured`` the
+    group also gets 10x the default weight (v1 ``cpu.shares`` 10240, v2 ``cpu.weight``
+    1000), so that on a loaded machine the quota, not the other processes, is what
+    limits it: a dedicated machine of ``cpus`` CPUs. (The scheduler weighs a group as one
+    entity against every other runnable task: with the default weight and 8 busy tasks
+    around, a 1-CPU group gets about 0.2 CPU.) Needs root. On exit
+    (also on an exception or Ctrl-C) this process goes back to its own cgroup and the
+    group is removed; groups left by a killed run (their pid is gone) are removed at the
+    next start. By hand: ``rmdir /sys/fs/cgroup/cpu/manip_dynamics_bench_*`` (v1).
+    """
+
+    def __init__(self, cpus: float, period_us: int = 100_000, favoured: bool = True):
+        if not cpus > 0:
+            raise ValueError(f"--cpu-limit must be > 0 CPUs, got {cpus}")
+        self.cpus, self.period_us, self.favoured = cpus, period_us, favoured
+        self.path = None
+        self._home_procs = None
+
+    def _layout(self):
+        """(hierarchy root, files to write, own cgroup's cgroup.procs)."""
+        quota = max(1000, int(round(self.cpus * self.period_us)))
+        v1 = "/sys/fs/cgroup/cpu"
+        if os.path.isfile(os.path.join(v1, "cpu.cfs_quota_us")):
+            home = _own_cgroup(lambda c: "cpu" in c.split(","))
+            files = [("cpu.cfs_period_us", str(self.period_us)),
+                     ("cpu.cfs_quota_us", str(quota))]
+            files += [("cpu.shares", "10240")] * self.favoured
+            return v1, files, os.path.join(v1, home.lstrip("/"), "cgroup.procs")
+        v2 = "/sys/fs/cgroup"
+        controllers = os.path.join(v2, "cgroup.controllers")
+        if os.path.isfile(controllers) and "cpu" in open(controllers).read().split():
+            _write(os.path.join(v2, "cgroup.subtree_control"), "+cpu")
+            home = _own_cgroup(lambda c: c == "")
+            files = [("cpu.max", f"{quota} {self.period_us}")]
+            files += [("cpu.weight", "1000")] * self.favoured
+            return v2, files, os.path.join(v2, home.lstrip("/"), "cgroup.procs")
+        raise RuntimeError("--cpu-limit: no cgroup cpu controller found (neither "
+                           "/sys/fs/cgroup/cpu/cpu.cfs_quota_us (v1) nor 'cpu' in "
+                           "/sys/fs/cgroup/cgroup.controllers (v2))")
+
+    @staticmethod
+    def _remove_stale(root: str) -> None:
+        for name in os.listdir(root):
+            if name.startswith(CGROUP_PREFIX) and name[len(CGROUP_PREFIX):].isdigit():
+                if not os.path.exists(f"/proc/{name[len(CGROUP_PREFIX):]}"):
+                    try:
+                        os.rmdir(os.path.join(root, name))
+                    except OSError:
+                        pass
+
+    def __enter__(self):
+        if os.geteuid() != 0:
+            raise RuntimeError("--cpu-limit needs root (cgroups): run it with sudo, e.g. "
+                               "sudo ROS_DOMAIN_ID=$ROS_DOMAIN_ID .venv/bin/python "
+                               "benchmarks/bench_node_latency.py --cpu-limit 1")
+        root, files, self._home_procs = self._layout()
+        self._remove_stale(root)
+        self.path = os.path.join(root, f"{CGROUP_PREFIX}{os.getpid()}")
+        os.mkdir(self.path)
+        try:
+            for name, value in files:
+                _write(os.path.join(self.path, name), value)
+            _write(os.path.join(self.path, "cgroup.procs"), str(os.getpid()))
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.path is None:
+            return
+        try:
+            _write(self._home_procs, str(os.getpid()))
+        except OSError as e:
+            print(f"warning: could not leave {self.path}: {e}", file=sys.stderr)
+        for _ in range(50):                 # children may still be exiting
+            try:
+                os.rmdir(self.path)
+                break
+            except FileNotFoundError:
+                break
+            except OSError:
+                time.sleep(0.1)
+        else:
+            print(f"warning: cgroup {self.path} not removed (rmdir it by hand)", file=sys.stderr)
+        self.path = None
+
+
+def process_cpu_seconds(pid: int) -> float:
+    """utime + stime of the whole process (every thread) from /proc/PID/stat [s]."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 # --------------------------------------------------------------------------- driver
 
 class Phase:
@@ -119,24 +274,34 @@ class Phase:
     and advances the state (warmup -> steady -> measure -> grace -> done), the reply
     callback records receipt times. (rclpy 9.1's EventsExecutor deadlocks if another
     thread publishes while it spins, so nothing is published from outside it.)
+
+    Besides latency (publish -> receipt of the reply with the same stamp) it samples, at
+    every tick of the measurement, the age of the newest reply received so far (now -
+    publish time of its stamp): what a controller reading the latest output sees; and
+    the server's process CPU time over the measurement (``server_pid``).
     """
 
-    def __init__(self, node, names, q, qd, reply_type, reply_topic, publisher, args):
+    def __init__(self, node, names, q, qd, rate, reply_type, reply_topic, publisher, args):
         from rclpy.qos import QoSProfile
         from rclpy.task import Future
         from sensor_msgs.msg import JointState
 
         self.node = node
         self.names, self.q, self.qd = list(names), q.tolist(), qd.tolist()
+        self.rate = rate
         self.args = args
         self.sent: dict[int, int] = {}          # stamp ns -> perf_counter_ns at publish
         self.latency_ns: dict[int, int] = {}
+        self.age_ns: list[int] = []             # age of the newest reply, sampled per tick
+        self.newest_sent_ns: int | None = None  # publish time of the newest reply's stamp
         self.pub = publisher
         self.JointState = JointState
         self.state = "idle"
         self.state_since = 0.0
         self.published = 0
         self.first_reply = False
+        self.server_pid: int | None = None
+        self.cpu = [None, None]                 # server CPU s at measure start, end
         self.done = Future()
         # deep reliable queue on the measuring side: the driver must not be the one dropping
         self.sub = node.create_subscription(reply_type, reply_topic, self._reply,
@@ -148,6 +313,11 @@ class Phase:
 
     def _enter(self, state: str) -> None:
         self.state, self.state_since = state, time.monotonic()
+        if state in ("measure", "grace") and self.server_pid is not None:
+            try:
+                self.cpu[state == "grace"] = process_cpu_seconds(self.server_pid)
+            except OSError:
+                pass
 
     def _reply(self, msg) -> None:
         t = time.perf_counter_ns()
@@ -158,6 +328,8 @@ class Phase:
         sent = self.sent.get(stamp)
         if sent is not None and stamp not in self.latency_ns:
             self.latency_ns[stamp] = t - sent
+            if self.newest_sent_ns is None or sent > self.newest_sent_ns:
+                self.newest_sent_ns = sent
 
     def _publish(self, record: bool) -> None:
         stamp = self.node.get_clock().now().nanoseconds
@@ -193,6 +365,8 @@ class Phase:
             if age >= self.args.seconds:
                 self._enter("grace")
                 return
+            if self.newest_sent_ns is not None:
+                self.age_ns.append(time.perf_counter_ns() - self.newest_sent_ns)
             self._publish(record=True)
         elif self.state == "grace" and age >= self.args.grace:
             self._enter("done")
@@ -200,12 +374,18 @@ class Phase:
 
     def result(self) -> dict:
         lat = np.array(sorted(self.latency_ns.values()), dtype=float) * 1e-6
+        ages = np.array(self.age_ns, dtype=float) * 1e-9 * self.rate     # in periods
         n_sent = len(self.sent)
+        nan = float("nan")
+        cpu = (self.cpu[1] - self.cpu[0] if None not in self.cpu else nan)
         return {
-            "sent": n_sent, "received": len(lat), "dropped": n_sent - len(lat),
-            "p50": float(np.percentile(lat, 50)) if len(lat) else float("nan"),
-            "p99": float(np.percentile(lat, 99)) if len(lat) else float("nan"),
-            "max": float(lat.max()) if len(lat) else float("nan"),
+            "rate": self.rate, "sent": n_sent, "received": len(lat),
+            "dropped": n_sent - len(lat),
+            "p50": float(np.percentile(lat, 50)) if len(lat) else nan,
+            "p99": float(np.percentile(lat, 99)) if len(lat) else nan,
+            "max": float(lat.max()) if len(lat) else nan,
+            "age_p99_periods": float(np.percentile(ages, 99)) if len(ages) else nan,
+            "cpu_per_msg_ms": cpu / n_sent * 1e3 if n_sent else nan,
             "achieved_rate": self.published / self.args.seconds,
         }
 
@@ -229,10 +409,13 @@ def stop_process(proc) -> None:
             proc.wait(timeout=5)
 
 
-def run_phase(label, server_args, phase, executor, args, logdir):
+def run_phase(label, server_args, phase, driver, executor, args, logdir):
+    """Start the server, run ``phase`` at its rate until done, stop the server."""
     slug = "".join(c if c.isalnum() else "_" for c in label).strip("_")
-    log_path = os.path.join(logdir, f"{slug}.log")
+    log_path = os.path.join(logdir, f"{slug}_{phase.rate:.0f}Hz.log")
     proc = start_process(server_args, log_path)
+    phase.server_pid = proc.pid
+    timer = driver.create_timer(1.0 / phase.rate, phase.tick)
     try:
         phase.start()
         executor.spin_until_future_complete(
@@ -243,6 +426,7 @@ def run_phase(label, server_args, phase, executor, args, logdir):
             raise RuntimeError(f"{label}: {phase.done.exception() or 'timed out'}\n{log}")
     finally:
         phase.state = "done"
+        driver.destroy_timer(timer)
         stop_process(proc)
     result = phase.result()
     result["label"] = label
@@ -294,9 +478,121 @@ def profile_callback(model_path: str, q, qd, n: int) -> None:
         profiler.disable()
         print("Top of the profile (cumulative):")
         pstats.Stats(profiler).sort_stats("cumulative").print_stats(18)
+        print("Top of the profile (own time):")
+        pstats.Stats(profiler).sort_stats("tottime").print_stats(15)
     finally:
         node.destroy_node()
         rclpy.shutdown(context=context)
+
+
+def robot_setup(name: str):
+    """(URDF path, q, qd) of the benchmarked robot: the embedded Panda arm (7 DOF) or
+    example-robot-data's Unitree G1 humanoid (29 DOF tree, fixed base: its URDF's
+    floating joint is commented out, so the pelvis is the root)."""
+    from manip_dynamics import robots
+    if name == "panda":
+        return (robots.path("panda"), np.array([0.3, -0.4, 0.2, -2.0, 0.3, 1.8, 0.5]),
+                np.array([0.5, -0.3, 0.8, 0.2, -0.6, 0.4, 1.0]))
+    path = os.path.join(sys.prefix, "lib", f"python{sys.version_info[0]}.{sys.version_info[1]}",
+                        "site-packages", "cmeel.prefix", "share", "example-robot-data",
+                        "robots", "g1_description", "urdf", "g1_29dof_rev_1_0.urdf")
+    k = np.arange(29)
+    return path, 0.3 * np.sin(k), 0.5 * np.cos(k)
+
+
+def build_phases(args, path, rates, me):
+    """[(label, server argv, reply type, reply topic, rate)] in the order they run."""
+    from sensor_msgs.msg import JointState
+
+    from manip_dynamics_interfaces.msg import Dynamics
+
+    node = [os.path.abspath(args.node_script)] if args.node_script else [
+        "-m", "manip_dynamics.nodes.dynamics_node"]
+    extra = [a for p in args.node_param for a in ("-p", p)]
+    node_args = [*node, "--ros-args", *extra,
+                 "-p", f"urdf_file:={path}", "-p", "markers.enabled:=true",
+                 "-p", "markers.show_mass_matrix:=true"]
+    reply = (Dynamics, "/dynamics_node/dynamics")
+    phases = []
+    wanted = set(args.node_phases.split(","))
+    unknown = wanted - {"markers", "nomarkers", "none", ""}
+    if unknown:
+        raise SystemExit(f"--node-phases: unknown {sorted(unknown)} (markers, nomarkers, none)")
+    for rate in rates:
+        phases.append(("floor (echo, default executor)", [me, "--echo", "default"],
+                       JointState, ECHO_TOPIC, rate))
+        if args.events_floor:
+            phases.append(("floor (echo, EventsExecutor)", [me, "--echo", "events"],
+                           JointState, ECHO_TOPIC, rate))
+        if args.executors:
+            for kind in ("single", "events"):
+                phases.append((f"diag DynamicsNode, {kind} executor",
+                               [me, "--serve", kind, *node_args[len(node):]], *reply, rate))
+        if "markers" in wanted:
+            phases.append(("dynamics_node (~/dynamics)", node_args, *reply, rate))
+        # The same node without markers: building and sending the MarkerArray (10 Hz) is
+        # what a message arriving right behind a marker update waits for.
+        if "nomarkers" in wanted:
+            phases.append(("dynamics_node, markers off",
+                           node_args[:-4] + ["-p", "markers.enabled:=false"], *reply, rate))
+    return phases
+
+
+def run_all(args, path, q, qd, names, phases, logdir) -> list[dict]:
+    """Run every phase from one driver node (EventsExecutor, one thread)."""
+    import rclpy
+    from rclpy.experimental import EventsExecutor
+    from sensor_msgs.msg import JointState
+
+    rclpy.init()
+    driver = rclpy.create_node("latency_driver")
+    publisher = driver.create_publisher(JointState, "joint_states", node_qos()[1])
+    executor = EventsExecutor()
+    executor.add_node(driver)
+    results = []
+    try:
+        for label, server_args, reply_type, topic, rate in phases:
+            phase = Phase(driver, names, q, qd, rate, reply_type, topic, publisher, args)
+            try:
+                results.append(run_phase(label, server_args, phase, driver, executor, args,
+                                         logdir))
+            finally:
+                driver.destroy_subscription(phase.sub)
+    finally:
+        executor.shutdown(timeout_sec=1.0)
+        driver.destroy_node()
+        rclpy.try_shutdown()
+    return results
+
+
+def print_results(results, header: str) -> None:
+    print(header)
+    print(f"{'phase':34s} {'rate':>5s} {'sent':>6s} {'recv':>6s} {'drop':>5s} {'p50':>7s} "
+          f"{'p99':>7s} {'max':>7s} {'age99':>6s} {'cpu/msg':>8s} {'sent/s':>7s}")
+    for r in results:
+        print(f"{r['label']:34s} {r['rate']:5.0f} {r['sent']:6d} {r['received']:6d} "
+              f"{r['dropped']:5d} {r['p50']:7.3f} {r['p99']:7.3f} {r['max']:7.2f} "
+              f"{r['age_p99_periods']:6.2f} {r['cpu_per_msg_ms']:8.4f} "
+              f"{r['achieved_rate']:7.0f}")
+    print("(latency p50/p99/max in ms; age99 = p99 of the age of the newest reply, sampled "
+          "every period, in periods; cpu/msg = server process CPU (utime + stime, all "
+          "threads) per joint_states message, ms)")
+    for rate in sorted({r["rate"] for r in results}):
+        same = [r for r in results if r["rate"] == rate]
+        floors = [r for r in same if r["label"].startswith("floor")]
+        if not floors:
+            continue
+        best_floor = min(floors, key=lambda r: r["p99"])
+        for r in same:
+            if r["label"].startswith("floor"):
+                continue
+            for floor in floors:
+                print(f"{rate:5.0f} Hz ratio {r['label']} / {floor['label']}: "
+                      f"p50 {r['p50'] / floor['p50']:.2f}x, p99 {r['p99'] / floor['p99']:.2f}x, "
+                      f"cpu/msg {r['cpu_per_msg_ms'] / floor['cpu_per_msg_ms']:.2f}x")
+            ok = (r["p50"] <= 1.5 * best_floor["p50"] and r["p99"] <= 1.5 * best_floor["p99"]
+                  and r["dropped"] == 0)
+            print(f"  goal (p50, p99 <= 1.5 x floor's, no drops): {'MET' if ok else 'NOT MET'}")
 
 
 def main() -> int:
@@ -304,17 +600,40 @@ def main() -> int:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--echo", choices=["default", "events"], help=argparse.SUPPRESS)
     ap.add_argument("--rate", type=float, default=1000.0, help="joint_states rate [Hz]")
+    ap.add_argument("--sweep", action="store_true",
+                    help="run every phase at 500, 1000 and 2000 Hz (instead of --rate)")
+    ap.add_argument("--robot", choices=["panda", "g1"], default="panda",
+                    help="panda: the embedded 7-DOF arm; g1: example-robot-data's 29-DOF "
+                         "Unitree G1 humanoid, fixed base (try it with --rate 500)")
+    ap.add_argument("--cpu-limit", type=float, metavar="CPUS",
+                    help="run driver and servers under a cgroup CPU quota of CPUS CPUs "
+                         "(e.g. 1 or 0.5; needs root: see the module docstring)")
+    ap.add_argument("--cpu-period", type=float, default=10.0, metavar="MS",
+                    help="with --cpu-limit: the quota's period [ms] (default 10; the group "
+                         "may stall up to (1 - CPUS / cores in use) periods once its quota "
+                         "is spent, which a really smaller machine does not do)")
+    ap.add_argument("--fair-share", action="store_true",
+                    help="with --cpu-limit: keep the default cgroup weight (on a loaded "
+                         "machine the group then gets less than its quota)")
+    ap.add_argument("--node-phases", default="markers,nomarkers",
+                    help="which dynamics_node phases to run: markers, nomarkers or both")
     ap.add_argument("--seconds", type=float, default=5.0, help="measurement per phase [s]")
     ap.add_argument("--grace", type=float, default=0.5, help="wait for late replies [s]")
     ap.add_argument("--startup-timeout", type=float, default=20.0)
     ap.add_argument("--profile", action="store_true", help="profile the node's callback")
     ap.add_argument("--events-floor", action="store_true",
-                    help="also measure the echo floor under rclpy's EventsExecutor "
-                         "(experimental in rclpy 9.1: seen to receive nothing in some runs)")
+                    help="also measure the echo floor under rclpy's EventsExecutor")
     ap.add_argument("--executors", action="store_true",
                     help="also run the DynamicsNode class under the single-threaded and "
                          "the events executor (diagnosis; the node's own main() is the "
                          "headline number)")
+    ap.add_argument("--node-script", metavar="PATH",
+                    help="run this script instead of manip_dynamics.nodes.dynamics_node "
+                         "(e.g. an experimental variant taking the same --ros-args)")
+    ap.add_argument("--node-param", action="append", default=[], metavar="NAME:=VALUE",
+                    help="extra parameter for the dynamics_node phases (repeatable)")
+    ap.add_argument("--tag", default="", help="a label stored with the --json results")
+    ap.add_argument("--json", metavar="PATH", help="also append the results to PATH (JSON lines)")
     ap.add_argument("--serve", choices=["single", "events", "multi"], help=argparse.SUPPRESS)
     args, ros_args = ap.parse_known_args()
     if args.echo:
@@ -324,83 +643,47 @@ def main() -> int:
         run_node_with(args.serve, [a for a in ros_args if a != "--ros-args"])
         return 0
 
-    import rclpy
-    from rclpy.experimental import EventsExecutor
-    from sensor_msgs.msg import JointState
-
-    from manip_dynamics import RobotModel, robots
-    from manip_dynamics_interfaces.msg import Dynamics
+    from manip_dynamics import RobotModel
 
     t_start = time.monotonic()
-    path = robots.path("panda")
+    path, q, qd = robot_setup(args.robot)
     import warnings
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         model = RobotModel.from_urdf_file(path)
-    q = np.array([0.3, -0.4, 0.2, -2.0, 0.3, 1.8, 0.5])
-    qd = np.array([0.5, -0.3, 0.8, 0.2, -0.6, 0.4, 1.0])
-
+    rates = [500.0, 1000.0, 2000.0] if args.sweep else [args.rate]
     logdir = tempfile.mkdtemp(prefix="bench_node_latency_")
-    me = os.path.abspath(__file__)
-    node_args = ["-m", "manip_dynamics.nodes.dynamics_node", "--ros-args",
-                 "-p", f"urdf_file:={path}", "-p", "markers.enabled:=true",
-                 "-p", "markers.show_mass_matrix:=true"]
-    phases = [("floor (echo, default executor)", [me, "--echo", "default"], JointState,
-               ECHO_TOPIC)]
-    if args.events_floor:
-        phases.append(("floor (echo, EventsExecutor)", [me, "--echo", "events"], JointState,
-                       ECHO_TOPIC))
-    if args.executors:
-        for kind in ("single", "events"):
-            phases.append((f"diag DynamicsNode, {kind} executor",
-                           [me, "--serve", kind, *node_args[2:]], Dynamics,
-                           "/dynamics_node/dynamics"))
-    phases.append(("dynamics_node (~/dynamics)", node_args, Dynamics,
-                   "/dynamics_node/dynamics"))
-    # The same node without markers: building and sending the MarkerArray (10 Hz) is
-    # what a message arriving right behind a marker update waits for.
-    phases.append(("dynamics_node, markers off", node_args[:-4] + ["-p", "markers.enabled:=false"],
-                   Dynamics, "/dynamics_node/dynamics"))
-    rclpy.init()
-    driver = rclpy.create_node("latency_driver")
-    publisher = driver.create_publisher(JointState, "joint_states", node_qos()[1])
-    measured = [Phase(driver, model.joint_names, q, qd, reply_type, topic, publisher, args)
-                for _, _, reply_type, topic in phases]
-
-    def tick():
-        for phase in measured:
-            phase.tick()
-
-    driver.create_timer(1.0 / args.rate, tick)
-    executor = EventsExecutor()
-    executor.add_node(driver)
-    results = []
+    phases = build_phases(args, path, rates, os.path.abspath(__file__))
+    load_before = os.getloadavg()
+    from rclpy.executors import ExternalShutdownException
     try:
-        for (label, server_args, _, _), phase in zip(phases, measured):
-            results.append(run_phase(label, server_args, phase, executor, args, logdir))
-    finally:
-        executor.shutdown(timeout_sec=1.0)
-        driver.destroy_node()
-        rclpy.try_shutdown()
-
-    print(f"\n7-DOF arm (panda), joint_states at {args.rate:.0f} Hz for {args.seconds:.0f} s "
-          f"per phase; latency = publish -> receipt of the reply (ms). Logs: {logdir}")
-    print(f"{'phase':34s} {'sent':>6s} {'recv':>6s} {'drop':>5s} {'p50':>7s} {'p99':>7s} "
-          f"{'max':>7s} {'rate':>7s}")
-    for r in results:
-        print(f"{r['label']:34s} {r['sent']:6d} {r['received']:6d} {r['dropped']:5d} "
-              f"{r['p50']:7.3f} {r['p99']:7.3f} {r['max']:7.2f} {r['achieved_rate']:7.0f}")
-    floors = [r for r in results if r["label"].startswith("floor")]
-    best_floor = min(floors, key=lambda r: r["p99"])
-    for r in results:
-        if r["label"].startswith("floor"):
-            continue
-        for floor in floors:
-            print(f"ratio {r['label']} / {floor['label']}: p50 {r['p50'] / floor['p50']:.2f}x, "
-                  f"p99 {r['p99'] / floor['p99']:.2f}x")
-        ok = r["p99"] <= 1.5 * best_floor["p99"] and r["dropped"] == 0
-        print(f"  goal (p99 <= 1.5 x floor p99 of '{best_floor['label']}', no drops): "
-              f"{'MET' if ok else 'NOT MET'}")
+        if args.cpu_limit:
+            with CpuLimit(args.cpu_limit, period_us=int(args.cpu_period * 1000),
+                          favoured=not args.fair_share):
+                results = run_all(args, path, q, qd, model.joint_names, phases, logdir)
+        else:
+            results = run_all(args, path, q, qd, model.joint_names, phases, logdir)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        print("interrupted (servers stopped, cgroup removed)", file=sys.stderr)
+        return 130
+    load_after = os.getloadavg()
+    limit = (f", cpu limit {args.cpu_limit:g} CPUs (cgroup quota per {args.cpu_period:g} ms"
+             f"{', default weight' if args.fair_share else ', 10x weight'})"
+             if args.cpu_limit else "")
+    print_results(results, (
+        f"\n{args.robot} ({model.n} DOF), joint_states for {args.seconds:.0f} s per phase"
+        f"{limit}; load average (1, 5, 15 min) before {load_before[0]:.2f} {load_before[1]:.2f} "
+        f"{load_before[2]:.2f}, after {load_after[0]:.2f} {load_after[1]:.2f} "
+        f"{load_after[2]:.2f}; {os.cpu_count()} CPUs. Logs: {logdir}"))
+    if args.json:
+        import json
+        with open(args.json, "a") as f:
+            for r in results:
+                f.write(json.dumps({**r, "robot": args.robot, "cpu_limit": args.cpu_limit,
+                                    "tag": args.tag, "node_param": args.node_param,
+                                    "load_before": load_before, "load_after": load_after,
+                                    "time": time.strftime("%Y-%m-%dT%H:%M:%SZ",
+                                                          time.gmtime())}) + "\n")
     if args.profile:
         profile_callback(path, q, qd, n=2000)
     print(f"total time {time.monotonic() - t_start:.1f} s")

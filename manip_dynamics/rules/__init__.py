@@ -1,0 +1,1 @@
+"""ROS-free rules of the nodes (unit-tested without rclpy)."""
