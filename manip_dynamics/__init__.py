@@ -4,9 +4,10 @@ The core (:mod:`manip_dynamics.core`) is ROS-free; importing this package never 
 rclpy. ROS 2 nodes live in :mod:`manip_dynamics.nodes`.
 """
 from .core import (DynamicsTerms, InertiaEllipsoid, InputError, ManipDynamicsError,
-                   InertiaWarning, MasslessLinkWarning, RobotModel, SingularConfigurationError,
+                   InertiaWarning, MasslessLinkWarning, NonFiniteResultError, RobotModel,
+                   SingularConfigurationError,
                    UnknownFrameError, UnsupportedJointError, URDFError)
 
 __all__ = ["RobotModel", "DynamicsTerms", "InertiaEllipsoid", "ManipDynamicsError",
            "URDFError", "UnsupportedJointError", "InputError", "UnknownFrameError",
-           "SingularConfigurationError", "MasslessLinkWarning", "InertiaWarning"]
+           "SingularConfigurationError", "NonFiniteResultError", "MasslessLinkWarning", "InertiaWarning"]

@@ -46,7 +46,8 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, Header, String
 from visualization_msgs.msg import MarkerArray
 
-from manip_dynamics.core.errors import InputError, ManipDynamicsError, URDFError
+from manip_dynamics.core.errors import (InputError, ManipDynamicsError, NonFiniteResultError,
+                                         URDFError)
 from manip_dynamics.core.model import RobotModel
 from manip_dynamics.nodes import markers
 from manip_dynamics.nodes.runner import run_node
@@ -494,7 +495,7 @@ class DynamicsNode(Node):
                 terms = model.compute_all(q, qd, snapshot.tip_frame, damping=snapshot.damping,
                                           damping_condition=snapshot.singular_condition)
                 g = terms.g
-        except InputError as exc:     # finite values so large that the results overflow
+        except NonFiniteResultError as exc:   # finite values so large that the results overflow
             self._skip("overflow", f"the dynamics overflowed: {exc}")
             return
         except ManipDynamicsError as exc:
