@@ -43,7 +43,9 @@ DynamicsTerms = namedtuple(
 DynamicsTerms.__doc__ = """Per-state bundle (see RobotModel.compute_all).
 
 g (n,), c = C qd (n,), M (n, n), J (k, n), A = J M^-1 J^T (k, k), Lambda (k, k),
-condition_number of A, singular flag (cond > 1e12). k = 6, or 3 with linear_only.
+condition_number of A (lambda_max / lambda_min of its eigenvalues; +inf when numerically
+singular: lambda_min <= k eps lambda_max, lambda_max <= 0, or A's Cholesky fails),
+singular flag (cond > 1e12). k = 6, or 3 with linear_only.
 Batched: every field gains a leading N axis."""
 
 InertiaEllipsoid = namedtuple(
