@@ -138,15 +138,44 @@ Workspace = namedtuple("Workspace", (
 
 
 @njit(**_JIT)
+def _take(out, start, shape):
+    """(out[start:start + size].reshape(shape), start + size) with size = prod(shape)."""
+    size = 1
+    for d in shape:
+        size *= d
+    return out[start:start + size].reshape(shape), start + size
+
+
+@njit(**_JIT)
 def workspace(nb):
-    """Fresh scratch for one call over a tree of nb bodies (see Workspace)."""
-    return Workspace(np.empty(nb), np.empty(nb), np.zeros(nb),
-                     np.empty((nb, 3, 3)), np.empty((nb, 3)), np.empty((nb, 6)),
-                     np.empty(nb), np.empty((nb, 3)), np.empty((nb, 3, 3)),
-                     np.empty((nb, 6)), np.empty((nb, 6)), np.empty((nb, 6)),
-                     np.empty(nb), np.empty((nb, nb)),
-                     np.empty(nb), np.empty((nb, 3)), np.empty((nb, 3, 3)),
-                     np.empty((3, 3)), np.empty(3), np.empty(6), np.empty(6))
+    """Fresh scratch for one call over a tree of nb bodies (see Workspace): views of one
+    buffer (one allocation instead of 21: it matters for single-state calls)."""
+    buf = np.empty(nb * (nb + 66) + 24)
+    q_full, a = _take(buf, 0, (nb,))
+    qd_full, a = _take(buf, a, (nb,))
+    qdd_full, a = _take(buf, a, (nb,))
+    R_root_body, a = _take(buf, a, (nb, 3, 3))
+    p_root_body, a = _take(buf, a, (nb, 3))
+    S, a = _take(buf, a, (nb, 6))
+    m, a = _take(buf, a, (nb,))
+    h, a = _take(buf, a, (nb, 3))
+    I_o, a = _take(buf, a, (nb, 3, 3))
+    V, a = _take(buf, a, (nb, 6))
+    Vd, a = _take(buf, a, (nb, 6))
+    F, a = _take(buf, a, (nb, 6))
+    tau_full, a = _take(buf, a, (nb,))
+    M_full, a = _take(buf, a, (nb, nb))
+    Ic_m, a = _take(buf, a, (nb,))
+    Ic_h, a = _take(buf, a, (nb, 3))
+    Ic_o, a = _take(buf, a, (nb, 3, 3))
+    R_root_frame, a = _take(buf, a, (3, 3))
+    p_root_frame, a = _take(buf, a, (3,))
+    tmp1, a = _take(buf, a, (6,))
+    tmp2, a = _take(buf, a, (6,))
+    qdd_full[:] = 0.0
+    return Workspace(q_full, qd_full, qdd_full, R_root_body, p_root_body, S, m, h, I_o, V, Vd,
+                     F, tau_full, M_full, Ic_m, Ic_h, Ic_o, R_root_frame, p_root_frame, tmp1,
+                     tmp2)
 
 
 # ------------------------------------------------------------------ mimic joints: G
@@ -723,15 +752,6 @@ BundleViews = namedtuple("BundleViews", [name for name, _ in bundle_layout(0, 0)
 
 
 @njit(**_JIT)
-def _take(out, start, shape):
-    """(out[start:start + size].reshape(shape), start + size) with size = prod(shape)."""
-    size = 1
-    for d in shape:
-        size *= d
-    return out[start:start + size].reshape(shape), start + size
-
-
-@njit(**_JIT)
 def bundle_views(out, N, n, k):
     """BundleViews of the buffer ``out`` for N states (the order of bundle_layout)."""
     g, a = _take(out, 0, (N, n))
@@ -755,6 +775,20 @@ BundleScratch = namedtuple("BundleScratch", (
     "L_A",           # (k, k) chol(A)
     "x", "e",        # (n,), (k,) solve vectors
     "Jdot_qd"))      # (6,) the frame's bias acceleration
+
+
+@njit(**_JIT)
+def bundle_scratch(n, k):
+    """Fresh BundleScratch for n coordinates and k task rows: views of one buffer."""
+    buf = np.empty(6 * n + n * n + k * n + k * k + n + k + 6)
+    J6, a = _take(buf, 0, (6, n))
+    L_M, a = _take(buf, a, (n, n))
+    Y, a = _take(buf, a, (k, n))
+    L_A, a = _take(buf, a, (k, k))
+    x, a = _take(buf, a, (n,))
+    e, a = _take(buf, a, (k,))
+    Jdot_qd, a = _take(buf, a, (6,))
+    return BundleScratch(J6, L_M, Y, L_A, x, e, Jdot_qd)
 
 
 @njit(**_JIT)
@@ -934,8 +968,7 @@ def batch_bundle(bodies, g, q, qd, fb, X_body_frame, k, damping, damping_conditi
     N, n = q.shape
     res = bundle_views(out, N, n, k)
     ws = workspace(bodies.shape[0])
-    bs = BundleScratch(np.empty((6, n)), np.empty((n, n)), np.empty((k, n)), np.empty((k, k)),
-                       np.empty(n), np.empty(k), np.empty(6))
+    bs = bundle_scratch(n, k)
     for s in range(N):
         status[s], singular[s] = _bundle_state(bodies, g, q[s], qd[s], fb, X_body_frame, k,
                                                damping, damping_condition, flags, ws, bs,

@@ -653,9 +653,10 @@ class RobotModel:
 
 
 class _BundleResult:
-    """Named views of K.batch_bundle's one output buffer: ``r.M``, ``r.Lambda``, ... (the
-    fields of K.bundle_layout) and ``r.singular``. Batched: (N, *shape) arrays; a single
-    state (``r.single``): views of shape ``shape``, and scalars (as a[0] of a batch)."""
+    """Named views of K.batch_bundle's one output buffer: ``r.M``, ``r.Lambda``, ... (one
+    property per field of K.bundle_layout) and ``r.singular``. Batched: (N, *shape) arrays;
+    a single state (``r.single``): views of shape ``shape``, and scalars (as a[0] of a
+    batch)."""
 
     __slots__ = ("_out", "_layout", "_N", "single", "_singular")
 
@@ -663,11 +664,8 @@ class _BundleResult:
         self._out, self._layout, self._N = out, layout, N
         self.single, self._singular = single, singular
 
-    def __getattr__(self, name):
-        try:
-            start, size, shape = self._layout[name]
-        except KeyError:
-            raise AttributeError(name) from None
+    def _view(self, name):
+        start, size, shape = self._layout[name]
         N, out = self._N, self._out
         if not self.single:
             return out[N * start:N * (start + size)].reshape((N, *shape))
@@ -679,6 +677,11 @@ class _BundleResult:
     @property
     def singular(self):
         return self._singular[0] if self.single else self._singular
+
+
+for _name, _ in K.bundle_layout(0, 0):     # r.g, r.c, r.M, ...: plain properties (fast)
+    setattr(_BundleResult, _name, property(lambda self, _name=_name: self._view(_name),
+                                           doc=f"the {_name} field of the bundle"))
 
 
 @functools.lru_cache(maxsize=None)
