@@ -54,6 +54,7 @@ from numba import njit
 from .bodies import PRISMATIC, REVOLUTE
 
 _JIT = dict(cache=True, nogil=True, fastmath=False, error_model="numpy")
+_DRIVER = dict(_JIT, inline="always")   # small drivers over ws: no call boundary
 
 # status of a state (batch_forward_dynamics, batch_bundle)
 OK, NOT_POSITIVE_DEFINITE, OVERFLOW = 0, 1, 2
@@ -330,7 +331,7 @@ def frame_pose(R_root_body, p_root_body, fb, X_body_frame, R_root_frame, p_root_
         p_root_frame[r] = p_root_body[fb, r] + R[r, 0] * X[0, 3] + R[r, 1] * X[1, 3] + R[r, 2] * X[2, 3]
 
 
-@njit(**_JIT)
+@njit(**_DRIVER)
 def state_kinematics(bodies, q, ws):
     """The opening of every per-state computation: q_full, body poses, S, body inertias."""
     expand_positions(bodies, q, ws.q_full)
@@ -462,7 +463,7 @@ def crba(bodies, S, m, h, I_o, Ic_m, Ic_h, Ic_o, M_full, tmp):
             Ic_o[par] += Ic_o[i]
 
 
-@njit(**_JIT)
+@njit(**_DRIVER)
 def mass_matrix(bodies, ws, M):
     """M = G^T M_full G by CRBA, from the kinematics and inertias in ws."""
     crba(bodies, ws.S, ws.m, ws.h, ws.I_o, ws.Ic_m, ws.Ic_h, ws.Ic_o, ws.M_full, ws.tmp1)
@@ -791,7 +792,7 @@ def bundle_scratch(n, k):
     return BundleScratch(J6, L_M, Y, L_A, x, e, Jdot_qd)
 
 
-@njit(**_JIT)
+@njit(**_DRIVER)
 def bias_terms(bodies, g, qd, fb, ws, want_Jdot_qd, g_out, c_out, Jdot_qd):
     """g_out = g(q), c_out = C(q, qd) qd, and (if want_Jdot_qd) Jdot qd of the frame origin
     ws.p_root_frame on body fb, from the kinematics and inertias in ws (ws.qdd_full = 0)."""
@@ -919,7 +920,7 @@ def operational_space_bias(L_M, J, v, Jdot_qd, Lambda, x, e, out):
         out[r] = acc
 
 
-@njit(**_JIT)
+@njit(**_DRIVER)
 def _bundle_state(bodies, g, q, qd, fb, X_body_frame, k, damping, damping_condition, flags,
                   ws, bs, res, s):
     """One state of batch_bundle into res.*[s]; returns (status, singular)."""

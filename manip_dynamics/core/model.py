@@ -631,7 +631,7 @@ class RobotModel:
         r = self._bundle(q, qd, frame, linear_only=linear_only, damping=damping,
                          damping_condition=damping_condition, bias=True,
                          eigenvectors=want_ellipsoid)
-        terms = DynamicsTerms(r.g, r.c, r.M, r.J, r.A, r.Lambda, r.condition_number, r.singular)
+        terms = r.dynamics_terms()
         return (terms, self._ellipsoid(r)) if want_ellipsoid else terms
 
     def warm_up(self):
@@ -677,6 +677,12 @@ class _BundleResult:
     @property
     def singular(self):
         return self._singular[0] if self.single else self._singular
+
+    def dynamics_terms(self):
+        """DynamicsTerms of this run (compute_all's per-call path: no property frames)."""
+        v = self._view
+        return DynamicsTerms(v("g"), v("c"), v("M"), v("J"), v("A"), v("Lambda"),
+                             v("condition_number"), self.singular)
 
 
 for _name, _ in K.bundle_layout(0, 0):     # r.g, r.c, r.M, ...: plain properties (fast)
