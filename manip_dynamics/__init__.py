@@ -5,10 +5,11 @@ rclpy. ROS 2 nodes live in :mod:`manip_dynamics.nodes`.
 """
 from .core import ContactDetector, MomentumObserver, contact_point, tip_wrench
 from .core import (DynamicsTerms, InertiaEllipsoid, InputError, ManipDynamicsError,
-                   InertiaWarning, MasslessLinkWarning, RobotModel, SingularConfigurationError,
+                   InertiaWarning, MasslessLinkWarning, NonFiniteResultError, RobotModel,
+                   SingularConfigurationError,
                    UnknownFrameError, UnsupportedJointError, URDFError)
 
 __all__ = ["RobotModel", "DynamicsTerms", "InertiaEllipsoid", "ManipDynamicsError",
            "URDFError", "UnsupportedJointError", "InputError", "UnknownFrameError",
-           "SingularConfigurationError", "MasslessLinkWarning", "InertiaWarning"]
+           "SingularConfigurationError", "NonFiniteResultError", "MasslessLinkWarning", "InertiaWarning"]
 __all__ += ["MomentumObserver", "ContactDetector", "tip_wrench", "contact_point"]

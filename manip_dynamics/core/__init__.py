@@ -1,6 +1,6 @@
 """ROS-free dynamics core: URDF parsing, the frozen RobotModel, numba algorithms."""
 from .errors import (InputError, ManipDynamicsError, InertiaWarning, MasslessLinkWarning,
-                     SingularConfigurationError, UnknownFrameError, UnsupportedJointError,
+                     NonFiniteResultError, SingularConfigurationError, UnknownFrameError, UnsupportedJointError,
                      URDFError)
 from .model import DynamicsTerms, InertiaEllipsoid, RobotModel
 from .observer import MomentumObserver, ObserverStep
@@ -9,7 +9,7 @@ from .contact import (ArmTopology, ContactDetector, ContactPoint, ContactState, 
 
 __all__ = ["RobotModel", "DynamicsTerms", "InertiaEllipsoid", "ManipDynamicsError",
            "URDFError", "UnsupportedJointError", "InputError", "UnknownFrameError",
-           "SingularConfigurationError", "MasslessLinkWarning", "InertiaWarning"]
+           "SingularConfigurationError", "NonFiniteResultError", "MasslessLinkWarning", "InertiaWarning"]
 __all__ += ["MomentumObserver", "ObserverStep", "ContactDetector", "ContactState",
             "ContactPoint", "WrenchEstimate", "ArmTopology", "arm_topology", "contact_point",
             "tip_wrench"]

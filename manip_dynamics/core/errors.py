@@ -7,7 +7,11 @@
     │   └── UnsupportedJointError           floating / planar (or other unsupported) joint
     ├── InputError(ValueError)              wrong shape, non-finite value, bad joint names
     ├── UnknownFrameError(KeyError)         a frame (link) name the model does not know
-    └── SingularConfigurationError          J M^-1 J^T (or M) is singular at this state
+    ├── SingularConfigurationError          J M^-1 J^T (or M) is singular at this state
+    └── NonFiniteResultError(ArithmeticError)  finite inputs whose result overflows to inf/NaN
+
+Every result the core returns is finite except the documented ``+inf`` (condition
+numbers, ellipsoid eigenvalues, effective masses): callers need not re-check.
 
 Every message names the joint, link, argument or shape at fault.
 
@@ -43,6 +47,12 @@ class SingularConfigurationError(ManipDynamicsError):
     """The requested quantity does not exist at this state (e.g. Lambda at a singularity)."""
 
 
+class NonFiniteResultError(ManipDynamicsError, ArithmeticError):
+    """A result overflowed to inf/NaN although every input was finite (e.g. qd = 1e200, a
+    prismatic q = 1e300, gravity 1e308): the message names the largest entry of each state
+    argument. Not an InputError: each input is valid on its own."""
+
+
 class MasslessLinkWarning(UserWarning):
     """Links without <inertial> were treated as massless."""
 
@@ -60,6 +70,7 @@ __all__ = [
     "InputError",
     "UnknownFrameError",
     "SingularConfigurationError",
+    "NonFiniteResultError",
     "MasslessLinkWarning",
     "InertiaWarning",
 ]

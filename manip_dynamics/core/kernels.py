@@ -7,18 +7,68 @@ Conventions (all kernels):
   a spatial velocity ``V = [v_O; w]`` gives the velocity ``v_P = v_O + w x P`` of any
   body-fixed point P; a spatial force ``F = [f; n_O]``.  In this notation the motion
   subspaces add without transforms: ``V_i = V_parent + S_i qd_i``.
-- Body ``i`` (one per moving joint) has parent ``parent[i] < i`` (-1 = root); ``topo``,
-  ``geom``, ``inert`` are described in :mod:`manip_dynamics.core.urdf`.
+- ``bodies`` is the body table (:mod:`manip_dynamics.core.bodies`): one record per moving
+  joint, ``bodies[i].parent < i`` (-1 = root), ``.jtype``, ``.axis``, ``.R_tree``,
+  ``.p_tree``, ``.q_index``, ``.mimic_multiplier``, ``.mimic_offset``, ``.mass``, ``.com``,
+  ``.I_com``. A joint type other than revolute or prismatic is refused (ValueError).
 - ``q`` arguments are always batches ``(N, n)`` of independent coordinates; mimic joints
-  are expanded by ``q_full = mult * q[master] + offset`` and results are mapped back by
-  ``tau = G^T tau_full``, ``M = G^T M_full G``.
-- Scratch arrays are allocated per call (never stored in the model): thread safe, and
-  ``nogil=True`` lets several threads run kernels at once.
+  are expanded by ``q_full = G q + offset`` (:func:`expand_positions`) and results are
+  mapped back by ``tau = G^T tau_full`` (:func:`reduce_vector`), ``M = G^T M_full G``
+  (:func:`reduce_matrix`).
+- Names carry frames as in markers.py: ``R_root_body[i]``, ``p_root_body[i]`` (pose of
+  body i in the root frame), ``X_body_frame`` (a link's fixed 4x4 pose on its body),
+  ``R_root_frame``, ``p_root_frame``. Spatial quantities are in root coordinates: ``S``
+  (motion subspaces), ``V`` (velocities), ``Vd`` (accelerations), ``F`` (forces), the
+  body inertias ``(m, h = m c, I_o)`` about the root origin.
+- Scratch arrays are allocated per call (:func:`workspace`, never stored in the model):
+  thread safe, and ``nogil=True`` lets several threads run kernels at once.
+
+spatial_v2 (Featherstone's ``ID.m`` / ``HandC.m``) in our symbols; spatial_v2 works in
+body coordinates and carries ``Xup{i}`` between bodies, we work in root coordinates where
+those transforms are identities:
+
+=====================================  ==============================================
+spatial_v2                             here
+=====================================  ==============================================
+``parent(i)``  (0 = base)              ``bodies[i].parent``  (-1 = root)
+``Xtree{i}``                           ``bodies[i].R_tree, .p_tree``
+``[XJ, S{i}] = jcalc(...)``            ``forward_kinematics``: ``R_root_body[i]``,
+                                       ``p_root_body[i]``, ``S[i]`` (root coordinates)
+``Xup{i} = XJ * Xtree{i}``             (none: no transform between bodies)
+``v{i} = Xup{i}*v{p} + vJ``            ``V[i] = V[parent] + S[i] qd[i]``
+``a{i} = Xup{i}*a{p} + S qdd +         ``Vd[i] = Vd[parent] + S[i] qdd[i] +
+crm(v{i})*vJ``;  ``a_grav``            V[i] x S[i] qd[i]``;  ``Vd_root = [-g; 0]``
+``f{i} = I{i}*a{i} + crf(v)*I{i}*v``   ``F[i] = I[i] Vd[i] + V[i] x* I[i] V[i]``
+``tau(i) = S{i}' * f{i}``              ``tau_full[i] = S[i] . F[i]``
+``f{p} += Xup{i}' * f{i}``             ``F[parent] += F[i]``
+``IC{p} += Xup{i}' * IC{i} * Xup{i}``  ``Ic[parent] += Ic[i]``  (CRBA)
+``H(i,j) = S{j}' * fh``                ``M_full[i, j] = S[j] . (Ic[i] S[i])``, j up the
+                                       path of i
+=====================================  ==============================================
 """
+from collections import namedtuple
+
 import numpy as np
 from numba import njit
 
+from .bodies import PRISMATIC, REVOLUTE
+
 _JIT = dict(cache=True, nogil=True, fastmath=False, error_model="numpy")
+_DRIVER = dict(_JIT, inline="always")   # small drivers over ws: no call boundary
+
+# status of a state (batch_forward_dynamics, batch_bundle)
+OK, NOT_POSITIVE_DEFINITE, OVERFLOW = 0, 1, 2
+
+# batch_bundle's flags (or-ed): what to compute beyond M, J, A, Lambda and cond(A)
+BIAS = 1            # g and c = C qd
+OPERATIONAL = 2     # mu and p (implies BIAS)
+EIGENVECTORS = 4    # the eigen-decomposition of A (inertia ellipsoid)
+
+SINGULAR_COND = 1e12          # cond(A) above this: A is singular (pseudo-inverse Lambda)
+EIGVALSH_MIN_RATIO = 1e-8     # batch_bundle: eigvalsh instead of eigh when smin > this * smax
+EPS = 2.220446049250313e-16   # float64 machine epsilon
+_ZERO3 = np.zeros(3)
+_ZERO6 = np.zeros(6)
 
 
 # ------------------------------------------------------------------ small spatial algebra
@@ -28,15 +78,15 @@ def _cross(a0, a1, a2, b0, b1, b2):
 
 
 @njit(**_JIT)
-def _inertia_times(m, h, Io, x, out):
-    """out = I x for the spatial inertia (m, h = m c, Io about the origin): [m x_v - h x x_w; h x x_v + Io x_w]."""
+def _inertia_times(m, h, I_o, x, out):
+    """out = I x for the spatial inertia (m, h = m c, I_o about the origin): [m x_v - h x x_w; h x x_v + I_o x_w]."""
     c0, c1, c2 = _cross(h[0], h[1], h[2], x[3], x[4], x[5])
     d0, d1, d2 = _cross(h[0], h[1], h[2], x[0], x[1], x[2])
     out[0] = m * x[0] - c0
     out[1] = m * x[1] - c1
     out[2] = m * x[2] - c2
     for r in range(3):
-        out[3 + r] = Io[r, 0] * x[3] + Io[r, 1] * x[4] + Io[r, 2] * x[5]
+        out[3 + r] = I_o[r, 0] * x[3] + I_o[r, 1] * x[4] + I_o[r, 2] * x[5]
     out[3] += d0
     out[4] += d1
     out[5] += d2
@@ -75,253 +125,407 @@ def _dot6(a, b):
     return a[0] * b[0] + a[1] * b[1] + a[2] * b[2] + a[3] * b[3] + a[4] * b[4] + a[5] * b[5]
 
 
+# ------------------------------------------------------------------ workspace
+Workspace = namedtuple("Workspace", (
+    "q_full", "qd_full", "qdd_full",           # (nb,) joint values of every body
+    "R_root_body", "p_root_body", "S",          # (nb, 3, 3), (nb, 3), (nb, 6)
+    "m", "h", "I_o",                            # body inertias about the root origin
+    "V", "Vd", "F",                             # (nb, 6) spatial velocity, acceleration, force
+    "tau_full",                                 # (nb,) S . F per body
+    "M_full",                                   # (nb, nb) before the mimic reduction
+    "Ic_m", "Ic_h", "Ic_o",                     # composite inertias (CRBA)
+    "R_root_frame", "p_root_frame",             # pose of the requested frame
+    "tmp1", "tmp2"))                            # (6,) scratch
+
+
+@njit(**_JIT)
+def _take(out, start, shape):
+    """(out[start:start + size].reshape(shape), start + size) with size = prod(shape)."""
+    size = 1
+    for d in shape:
+        size *= d
+    return out[start:start + size].reshape(shape), start + size
+
+
+@njit(**_JIT)
+def workspace(nb):
+    """Fresh scratch for one call over a tree of nb bodies (see Workspace): views of one
+    buffer (one allocation instead of 21: it matters for single-state calls)."""
+    buf = np.empty(nb * (nb + 66) + 24)
+    q_full, a = _take(buf, 0, (nb,))
+    qd_full, a = _take(buf, a, (nb,))
+    qdd_full, a = _take(buf, a, (nb,))
+    R_root_body, a = _take(buf, a, (nb, 3, 3))
+    p_root_body, a = _take(buf, a, (nb, 3))
+    S, a = _take(buf, a, (nb, 6))
+    m, a = _take(buf, a, (nb,))
+    h, a = _take(buf, a, (nb, 3))
+    I_o, a = _take(buf, a, (nb, 3, 3))
+    V, a = _take(buf, a, (nb, 6))
+    Vd, a = _take(buf, a, (nb, 6))
+    F, a = _take(buf, a, (nb, 6))
+    tau_full, a = _take(buf, a, (nb,))
+    M_full, a = _take(buf, a, (nb, nb))
+    Ic_m, a = _take(buf, a, (nb,))
+    Ic_h, a = _take(buf, a, (nb, 3))
+    Ic_o, a = _take(buf, a, (nb, 3, 3))
+    R_root_frame, a = _take(buf, a, (3, 3))
+    p_root_frame, a = _take(buf, a, (3,))
+    tmp1, a = _take(buf, a, (6,))
+    tmp2, a = _take(buf, a, (6,))
+    qdd_full[:] = 0.0
+    return Workspace(q_full, qd_full, qdd_full, R_root_body, p_root_body, S, m, h, I_o, V, Vd,
+                     F, tau_full, M_full, Ic_m, Ic_h, Ic_o, R_root_frame, p_root_frame, tmp1,
+                     tmp2)
+
+
+# ------------------------------------------------------------------ mimic joints: G
+@njit(**_JIT)
+def expand_positions(bodies, q, q_full):
+    """q_full[i] = mimic_multiplier[i] * q[q_index[i]] + mimic_offset[i]."""
+    for i in range(bodies.shape[0]):
+        b = bodies[i]
+        q_full[i] = b.mimic_multiplier * q[b.q_index] + b.mimic_offset
+
+
+@njit(**_JIT)
+def expand_rates(bodies, qd, qd_full):
+    """qd_full = G qd (no offset)."""
+    for i in range(bodies.shape[0]):
+        qd_full[i] = bodies[i].mimic_multiplier * qd[bodies[i].q_index]
+
+
+@njit(**_JIT)
+def reduce_vector(bodies, tau_full, tau):
+    """tau = G^T tau_full."""
+    tau[:] = 0.0
+    for i in range(bodies.shape[0]):
+        tau[bodies[i].q_index] += bodies[i].mimic_multiplier * tau_full[i]
+
+
+@njit(**_JIT)
+def reduce_matrix(bodies, X_full, X):
+    """X = G^T X_full G (M, C: (nb, nb) -> (n, n))."""
+    X[:, :] = 0.0
+    for i in range(bodies.shape[0]):
+        bi = bodies[i]
+        for j in range(bodies.shape[0]):
+            bj = bodies[j]
+            X[bi.q_index, bj.q_index] += bi.mimic_multiplier * bj.mimic_multiplier * X_full[i, j]
+
+
 # ------------------------------------------------------------------ kinematics
 @njit(**_JIT)
-def _expand(topo, geom, q, qf):
-    """q_full[i] = mult[i] * q[master[i]] + offset[i]."""
-    for i in range(topo.shape[0]):
-        qf[i] = geom[i, 15] * q[topo[i, 2]] + geom[i, 16]
+def _joint_frame(b, R_root_body, p_root_body, R_root_joint, p_root_joint):
+    """X_root_joint = X_root_parent * X_tree: the joint frame of body b before it moves."""
+    par = b.parent
+    for r in range(3):
+        for c in range(3):
+            if par < 0:
+                R_root_joint[r, c] = b.R_tree[r, c]
+            else:
+                R_root_joint[r, c] = (R_root_body[par, r, 0] * b.R_tree[0, c]
+                                      + R_root_body[par, r, 1] * b.R_tree[1, c]
+                                      + R_root_body[par, r, 2] * b.R_tree[2, c])
+        if par < 0:
+            p_root_joint[r] = b.p_tree[r]
+        else:
+            p_root_joint[r] = (p_root_body[par, r] + R_root_body[par, r, 0] * b.p_tree[0]
+                               + R_root_body[par, r, 1] * b.p_tree[1]
+                               + R_root_body[par, r, 2] * b.p_tree[2])
 
 
 @njit(**_JIT)
-def _expand_rate(topo, geom, qd, qdf):
-    """qd_full = G qd (no offset)."""
-    for i in range(topo.shape[0]):
-        qdf[i] = geom[i, 15] * qd[topo[i, 2]]
+def _rotation_about(k0, k1, k2, angle, R):
+    """R = Rot(k, angle) for a unit axis k (Rodrigues: I + s K + (1 - c) K^2)."""
+    s, c1 = np.sin(angle), 1.0 - np.cos(angle)
+    R[0, 0] = 1.0 - c1 * (k1 * k1 + k2 * k2)
+    R[1, 1] = 1.0 - c1 * (k0 * k0 + k2 * k2)
+    R[2, 2] = 1.0 - c1 * (k0 * k0 + k1 * k1)
+    R[0, 1] = -s * k2 + c1 * k0 * k1
+    R[1, 0] = s * k2 + c1 * k0 * k1
+    R[0, 2] = s * k1 + c1 * k0 * k2
+    R[2, 0] = -s * k1 + c1 * k0 * k2
+    R[1, 2] = -s * k0 + c1 * k1 * k2
+    R[2, 1] = s * k0 + c1 * k1 * k2
 
 
 @njit(**_JIT)
-def _reduce_vec(topo, geom, tf, out):
-    """out = G^T tau_full."""
-    out[:] = 0.0
-    for i in range(topo.shape[0]):
-        out[topo[i, 2]] += geom[i, 15] * tf[i]
-
-
-@njit(**_JIT)
-def forward_kinematics(topo, geom, qf, R, p, S):
-    """Root-frame pose (R[i], p[i]) of every body and its motion subspace S[i] (6,).
+def forward_kinematics(bodies, q_full, R_root_body, p_root_body, S):
+    """Root-frame pose (R_root_body[i], p_root_body[i]) of every body and its motion subspace S[i] (6,).
 
     ``X_root_i = X_root_parent * X_tree_i * joint_i(q_i)``; revolute ``S = [p x a; a]``,
-    prismatic ``S = [a; 0]`` with ``a`` the joint axis in root axes.
+    prismatic ``S = [a; 0]`` with ``a`` the joint axis in root axes and ``p`` the joint
+    origin. Any other joint type raises ValueError.
     """
-    for i in range(topo.shape[0]):
-        par = topo[i, 0]
-        Rt = geom[i, 3:12]
-        pt = geom[i, 12:15]
-        # rotation and origin of the joint frame before the joint moves
-        Rj = np.empty((3, 3))
-        pj = np.empty(3)
-        for r in range(3):
-            for c in range(3):
-                if par < 0:
-                    Rj[r, c] = Rt[3 * r + c]
-                else:
-                    Rj[r, c] = (R[par, r, 0] * Rt[c] + R[par, r, 1] * Rt[3 + c]
-                                + R[par, r, 2] * Rt[6 + c])
-            if par < 0:
-                pj[r] = pt[r]
-            else:
-                pj[r] = p[par, r] + R[par, r, 0] * pt[0] + R[par, r, 1] * pt[1] + R[par, r, 2] * pt[2]
-        k0, k1, k2 = geom[i, 0], geom[i, 1], geom[i, 2]
-        a0 = Rj[0, 0] * k0 + Rj[0, 1] * k1 + Rj[0, 2] * k2
-        a1 = Rj[1, 0] * k0 + Rj[1, 1] * k1 + Rj[1, 2] * k2
-        a2 = Rj[2, 0] * k0 + Rj[2, 1] * k1 + Rj[2, 2] * k2
-        if topo[i, 1] == 0:
-            # revolute: R_i = Rj * Rot(k, q), Rodrigues Rot = I + s K + (1 - c) K^2
-            s, c1 = np.sin(qf[i]), 1.0 - np.cos(qf[i])
-            Rl = np.empty((3, 3))
-            Rl[0, 0] = 1.0 - c1 * (k1 * k1 + k2 * k2)
-            Rl[1, 1] = 1.0 - c1 * (k0 * k0 + k2 * k2)
-            Rl[2, 2] = 1.0 - c1 * (k0 * k0 + k1 * k1)
-            Rl[0, 1] = -s * k2 + c1 * k0 * k1
-            Rl[1, 0] = s * k2 + c1 * k0 * k1
-            Rl[0, 2] = s * k1 + c1 * k0 * k2
-            Rl[2, 0] = -s * k1 + c1 * k0 * k2
-            Rl[1, 2] = -s * k0 + c1 * k1 * k2
-            Rl[2, 1] = s * k0 + c1 * k1 * k2
+    R_root_joint = np.empty((3, 3))
+    p_root_joint = np.empty(3)
+    R_joint_body = np.empty((3, 3))
+    for i in range(bodies.shape[0]):
+        b = bodies[i]
+        _joint_frame(b, R_root_body, p_root_body, R_root_joint, p_root_joint)
+        k0, k1, k2 = b.axis[0], b.axis[1], b.axis[2]
+        a0 = R_root_joint[0, 0] * k0 + R_root_joint[0, 1] * k1 + R_root_joint[0, 2] * k2
+        a1 = R_root_joint[1, 0] * k0 + R_root_joint[1, 1] * k1 + R_root_joint[1, 2] * k2
+        a2 = R_root_joint[2, 0] * k0 + R_root_joint[2, 1] * k1 + R_root_joint[2, 2] * k2
+        if b.jtype == REVOLUTE:
+            _rotation_about(k0, k1, k2, q_full[i], R_joint_body)
             for r in range(3):
                 for c in range(3):
-                    R[i, r, c] = Rj[r, 0] * Rl[0, c] + Rj[r, 1] * Rl[1, c] + Rj[r, 2] * Rl[2, c]
-                p[i, r] = pj[r]
-            v0, v1, v2 = _cross(pj[0], pj[1], pj[2], a0, a1, a2)
+                    R_root_body[i, r, c] = (R_root_joint[r, 0] * R_joint_body[0, c]
+                                            + R_root_joint[r, 1] * R_joint_body[1, c]
+                                            + R_root_joint[r, 2] * R_joint_body[2, c])
+                p_root_body[i, r] = p_root_joint[r]
+            v0, v1, v2 = _cross(p_root_joint[0], p_root_joint[1], p_root_joint[2], a0, a1, a2)
             S[i, 0], S[i, 1], S[i, 2] = v0, v1, v2
             S[i, 3], S[i, 4], S[i, 5] = a0, a1, a2
-        else:
-            R[i] = Rj
-            p[i, 0] = pj[0] + a0 * qf[i]
-            p[i, 1] = pj[1] + a1 * qf[i]
-            p[i, 2] = pj[2] + a2 * qf[i]
+        elif b.jtype == PRISMATIC:
+            R_root_body[i] = R_root_joint
+            p_root_body[i, 0] = p_root_joint[0] + a0 * q_full[i]
+            p_root_body[i, 1] = p_root_joint[1] + a1 * q_full[i]
+            p_root_body[i, 2] = p_root_joint[2] + a2 * q_full[i]
             S[i, 0], S[i, 1], S[i, 2] = a0, a1, a2
             S[i, 3], S[i, 4], S[i, 5] = 0.0, 0.0, 0.0
+        else:
+            raise ValueError("forward_kinematics: unknown joint type in the body table "
+                             "(only REVOLUTE and PRISMATIC bodies exist)")
 
 
 @njit(**_JIT)
-def world_inertias(inert, R, p, m, h, Io):
-    """Spatial inertia of each body about the root origin: m, h = m c_W, Io = R Ic R^T + m(|c|^2 1 - c c^T)."""
-    for i in range(inert.shape[0]):
-        mi = inert[i, 0]
-        m[i] = mi
-        c = np.empty(3)
+def world_inertias(bodies, R_root_body, p_root_body, m, h, I_o):
+    """Spatial inertia of each body about the root origin: m, h = m c, I_o = R I_com R^T + m(|c|^2 1 - c c^T),
+    with c = p_root_body + R_root_body com the centre of mass in root coordinates."""
+    c = np.empty(3)
+    for i in range(bodies.shape[0]):
+        b = bodies[i]
+        R = R_root_body[i]
+        m[i] = b.mass
         for r in range(3):
-            c[r] = p[i, r] + R[i, r, 0] * inert[i, 1] + R[i, r, 1] * inert[i, 2] + R[i, r, 2] * inert[i, 3]
-            h[i, r] = mi * c[r]
+            c[r] = p_root_body[i, r] + R[r, 0] * b.com[0] + R[r, 1] * b.com[1] + R[r, 2] * b.com[2]
+            h[i, r] = b.mass * c[r]
         cc = c[0] * c[0] + c[1] * c[1] + c[2] * c[2]
-        # Ic_W = R Ic R^T
         for r in range(3):
             for s in range(3):
                 acc = 0.0
                 for a in range(3):
-                    for b in range(3):
-                        acc += R[i, r, a] * inert[i, 4 + 3 * a + b] * R[i, s, b]
-                Io[i, r, s] = acc - mi * c[r] * c[s]
-            Io[i, r, r] += mi * cc
+                    for d in range(3):
+                        acc += R[r, a] * b.I_com[a, d] * R[s, d]
+                I_o[i, r, s] = acc - b.mass * c[r] * c[s]
+            I_o[i, r, r] += b.mass * cc
 
 
 @njit(**_JIT)
-def frame_point(R, p, fb, Xf, out_R, out_p):
-    """Root-frame pose of a frame attached to body fb (-1 = root) by the fixed 4x4 Xf."""
+def frame_pose(R_root_body, p_root_body, fb, X_body_frame, R_root_frame, p_root_frame):
+    """Root-frame pose of a frame attached to body fb (-1 = root) by the fixed 4x4 X_body_frame."""
+    X = X_body_frame
     if fb < 0:
         for r in range(3):
             for c in range(3):
-                out_R[r, c] = Xf[r, c]
-            out_p[r] = Xf[r, 3]
+                R_root_frame[r, c] = X[r, c]
+            p_root_frame[r] = X[r, 3]
         return
+    R = R_root_body[fb]
     for r in range(3):
         for c in range(3):
-            out_R[r, c] = R[fb, r, 0] * Xf[0, c] + R[fb, r, 1] * Xf[1, c] + R[fb, r, 2] * Xf[2, c]
-        out_p[r] = p[fb, r] + R[fb, r, 0] * Xf[0, 3] + R[fb, r, 1] * Xf[1, 3] + R[fb, r, 2] * Xf[2, 3]
+            R_root_frame[r, c] = R[r, 0] * X[0, c] + R[r, 1] * X[1, c] + R[r, 2] * X[2, c]
+        p_root_frame[r] = p_root_body[fb, r] + R[r, 0] * X[0, 3] + R[r, 1] * X[1, 3] + R[r, 2] * X[2, 3]
 
 
-# ------------------------------------------------------------------ dynamics passes
-@njit(**_JIT)
-def rnea_forward(topo, S, m, h, Io, qdf, qddf, grav, V, A, F, t1, t2):
-    """Forward pass: V_i = V_p + S_i qd_i; A_i = A_p + S_i qdd_i + V_i x S_i qd_i
-    (A_root = [-g; 0], gravity as a fictitious base acceleration); F_i = I_i A_i + V_i x* I_i V_i."""
-    for i in range(topo.shape[0]):
-        par = topo[i, 0]
-        qd, qdd = qdf[i], qddf[i]
-        for k in range(6):
-            if par >= 0:
-                V[i, k] = V[par, k] + S[i, k] * qd
-                A[i, k] = A[par, k] + S[i, k] * qdd
-            else:
-                V[i, k] = S[i, k] * qd
-                A[i, k] = (-grav[k] if k < 3 else 0.0) + S[i, k] * qdd
-        if qd != 0.0:
-            for k in range(6):
-                t1[k] = S[i, k] * qd
-            _cross_motion(V[i], t1, t2)
-            for k in range(6):
-                A[i, k] += t2[k]
-        _inertia_times(m[i], h[i], Io[i], A[i], F[i])
-        _inertia_times(m[i], h[i], Io[i], V[i], t1)
-        _cross_force(V[i], t1, t2)
-        for k in range(6):
-            F[i, k] += t2[k]
+@njit(**_DRIVER)
+def state_kinematics(bodies, q, ws):
+    """The opening of every per-state computation: q_full, body poses, S, body inertias."""
+    expand_positions(bodies, q, ws.q_full)
+    forward_kinematics(bodies, ws.q_full, ws.R_root_body, ws.p_root_body, ws.S)
+    world_inertias(bodies, ws.R_root_body, ws.p_root_body, ws.m, ws.h, ws.I_o)
 
 
 @njit(**_JIT)
-def rnea_backward(topo, S, F, tf):
-    """Backward pass: tau_i = S_i . F_i; F_parent += F_i (no transform: root-frame spatial forces)."""
-    for i in range(topo.shape[0] - 1, -1, -1):
-        tf[i] = _dot6(S[i], F[i])
-        par = topo[i, 0]
-        if par >= 0:
-            for k in range(6):
-                F[par, k] += F[i, k]
-
-
-@njit(**_JIT)
-def crba(topo, geom, S, m, h, Io, Mf, M, Fi):
-    """Composite-rigid-body algorithm: Ic_i = I_i + sum_children Ic_c (plain sums in the root
-    frame); M_full[i, j] = S_j . (Ic_i S_i) for j on the path i -> root; M = G^T M_full G."""
-    nb = topo.shape[0]
-    Mf[:, :] = 0.0          # pairs that are not on one root path stay zero
-    mc = m.copy()
-    hc = h.copy()
-    Ioc = Io.copy()
-    for i in range(nb - 1, -1, -1):
-        _inertia_times(mc[i], hc[i], Ioc[i], S[i], Fi)
-        j = i
-        while j >= 0:
-            Mf[i, j] = _dot6(S[j], Fi)
-            Mf[j, i] = Mf[i, j]
-            j = topo[j, 0]
-        par = topo[i, 0]
-        if par >= 0:
-            mc[par] += mc[i]
-            hc[par] += hc[i]
-            Ioc[par] += Ioc[i]
-    M[:, :] = 0.0
-    for i in range(nb):
-        for j in range(nb):
-            M[topo[i, 2], topo[j, 2]] += geom[i, 15] * geom[j, 15] * Mf[i, j]
-
-
-@njit(**_JIT)
-def frame_jacobian(topo, geom, S, fb, pf, J):
-    """J (6 x n) of the frame origin pf: column of joint j on the path = [S_v + S_w x pf; S_w]."""
+def frame_jacobian(bodies, S, fb, p_root_frame, J):
+    """J (6 x n) of the frame origin p: column of joint j on the path = G^T [S_v + S_w x p; S_w]."""
     J[:, :] = 0.0
     j = fb
     while j >= 0:
-        c0, c1, c2 = _cross(S[j, 3], S[j, 4], S[j, 5], pf[0], pf[1], pf[2])
-        col = topo[j, 2]
-        mult = geom[j, 15]
+        c0, c1, c2 = _cross(S[j, 3], S[j, 4], S[j, 5],
+                            p_root_frame[0], p_root_frame[1], p_root_frame[2])
+        col = bodies[j].q_index
+        mult = bodies[j].mimic_multiplier
         J[0, col] += mult * (S[j, 0] + c0)
         J[1, col] += mult * (S[j, 1] + c1)
         J[2, col] += mult * (S[j, 2] + c2)
         J[3, col] += mult * S[j, 3]
         J[4, col] += mult * S[j, 4]
         J[5, col] += mult * S[j, 5]
-        j = topo[j, 0]
+        j = bodies[j].parent
 
 
 @njit(**_JIT)
-def point_acceleration(V, A, pf, out):
-    """Classical acceleration of the point pf of a body with spatial V, A (root origin):
-    [a_O + alpha x pf + w x (v_O + w x pf); alpha]."""
-    w0, w1, w2 = _cross(V[3], V[4], V[5], pf[0], pf[1], pf[2])
+def point_acceleration(V, Vd, p, out):
+    """Classical acceleration of the point p of a body with spatial V, Vd (root origin):
+    [a_O + alpha x p + w x (v_O + w x p); alpha]."""
+    w0, w1, w2 = _cross(V[3], V[4], V[5], p[0], p[1], p[2])
     v0, v1, v2 = V[0] + w0, V[1] + w1, V[2] + w2
-    x0, x1, x2 = _cross(A[3], A[4], A[5], pf[0], pf[1], pf[2])
+    x0, x1, x2 = _cross(Vd[3], Vd[4], Vd[5], p[0], p[1], p[2])
     y0, y1, y2 = _cross(V[3], V[4], V[5], v0, v1, v2)
-    out[0] = A[0] + x0 + y0
-    out[1] = A[1] + x1 + y1
-    out[2] = A[2] + x2 + y2
-    out[3] = A[3]
-    out[4] = A[4]
-    out[5] = A[5]
+    out[0] = Vd[0] + x0 + y0
+    out[1] = Vd[1] + x1 + y1
+    out[2] = Vd[2] + x2 + y2
+    out[3] = Vd[3]
+    out[4] = Vd[4]
+    out[5] = Vd[5]
+
+
+# ------------------------------------------------------------------ dynamics passes
+@njit(**_JIT)
+def rnea_forward(bodies, S, m, h, I_o, qd_full, qdd_full, g, V, Vd, F, tmp1, tmp2):
+    """Forward pass: V_i = V_p + S_i qd_i; Vd_i = Vd_p + S_i qdd_i + V_i x S_i qd_i
+    (Vd_root = [-g; 0], gravity as a fictitious base acceleration); F_i = I_i Vd_i + V_i x* I_i V_i."""
+    for i in range(bodies.shape[0]):
+        par = bodies[i].parent
+        qd, qdd = qd_full[i], qdd_full[i]
+        for k in range(6):
+            if par >= 0:
+                V[i, k] = V[par, k] + S[i, k] * qd
+                Vd[i, k] = Vd[par, k] + S[i, k] * qdd
+            else:
+                V[i, k] = S[i, k] * qd
+                Vd[i, k] = (-g[k] if k < 3 else 0.0) + S[i, k] * qdd
+        if qd != 0.0:
+            for k in range(6):
+                tmp1[k] = S[i, k] * qd
+            _cross_motion(V[i], tmp1, tmp2)
+            for k in range(6):
+                Vd[i, k] += tmp2[k]
+        _inertia_times(m[i], h[i], I_o[i], Vd[i], F[i])
+        _inertia_times(m[i], h[i], I_o[i], V[i], tmp1)
+        _cross_force(V[i], tmp1, tmp2)
+        for k in range(6):
+            F[i, k] += tmp2[k]
 
 
 @njit(**_JIT)
-def coriolis_full(topo, S, m, h, Io, V, Cf, IV, IS, t1, t2, Y):
+def rnea_backward(bodies, S, F, tau_full):
+    """Backward pass: tau_i = S_i . F_i; F_parent += F_i (no transform: root-frame spatial forces)."""
+    for i in range(bodies.shape[0] - 1, -1, -1):
+        tau_full[i] = _dot6(S[i], F[i])
+        par = bodies[i].parent
+        if par >= 0:
+            for k in range(6):
+                F[par, k] += F[i, k]
+
+
+@njit(**_JIT)
+def gravity_pass(bodies, S, m, h, g, F, tau_full):
+    """g_full: F_i = I_i [-g; 0] = [-m g; -h x g] summed down the tree, tau_i = S_i . F_i."""
+    for i in range(bodies.shape[0]):
+        c0, c1, c2 = _cross(h[i, 0], h[i, 1], h[i, 2], g[0], g[1], g[2])
+        F[i, 0] = -m[i] * g[0]
+        F[i, 1] = -m[i] * g[1]
+        F[i, 2] = -m[i] * g[2]
+        F[i, 3] = -c0
+        F[i, 4] = -c1
+        F[i, 5] = -c2
+    rnea_backward(bodies, S, F, tau_full)
+
+
+@njit(**_JIT)
+def velocity_pass(bodies, S, qd_full, V, Vd, tmp1, tmp2):
+    """V_i = V_p + S_i qd_i; Vd_i = Vd_p + V_i x S_i qd_i (qdd = 0, no gravity)."""
+    for i in range(bodies.shape[0]):
+        par = bodies[i].parent
+        for k in range(6):
+            V[i, k] = (V[par, k] if par >= 0 else 0.0) + S[i, k] * qd_full[i]
+            Vd[i, k] = Vd[par, k] if par >= 0 else 0.0
+            tmp1[k] = S[i, k] * qd_full[i]
+        _cross_motion(V[i], tmp1, tmp2)
+        for k in range(6):
+            Vd[i, k] += tmp2[k]
+
+
+@njit(**_JIT)
+def crba(bodies, S, m, h, I_o, Ic_m, Ic_h, Ic_o, M_full, tmp):
+    """Composite-rigid-body algorithm: Ic_i = I_i + sum_children Ic_c (plain sums in the root
+    frame); M_full[i, j] = S_j . (Ic_i S_i) for j on the path i -> root (others zero)."""
+    M_full[:, :] = 0.0
+    Ic_m[:] = m
+    Ic_h[:, :] = h
+    Ic_o[:, :, :] = I_o
+    for i in range(bodies.shape[0] - 1, -1, -1):
+        _inertia_times(Ic_m[i], Ic_h[i], Ic_o[i], S[i], tmp)
+        j = i
+        while j >= 0:
+            M_full[i, j] = _dot6(S[j], tmp)
+            M_full[j, i] = M_full[i, j]
+            j = bodies[j].parent
+        par = bodies[i].parent
+        if par >= 0:
+            Ic_m[par] += Ic_m[i]
+            Ic_h[par] += Ic_h[i]
+            Ic_o[par] += Ic_o[i]
+
+
+@njit(**_DRIVER)
+def mass_matrix(bodies, ws, M):
+    """M = G^T M_full G by CRBA, from the kinematics and inertias in ws."""
+    crba(bodies, ws.S, ws.m, ws.h, ws.I_o, ws.Ic_m, ws.Ic_h, ws.Ic_o, ws.M_full, ws.tmp1)
+    reduce_matrix(bodies, ws.M_full, M)
+
+
+@njit(**_JIT)
+def coriolis_full(bodies, S, m, h, I_o, V, C_full, IV, IS, tmp1, tmp2, Y):
     """Christoffel-consistent C_full = sum_k J_k^T (B_k J_k + I_k Jdot_k), with
     B(I, V) = 1/2 [V x* I + (I V) xbar* - I V x] (Echeandia & Wensing 2021) and
     Jdot_k columns Sdot_j = V_j x S_j; then dM/dt = C + C^T."""
-    nb = topo.shape[0]
-    Cf[:, :] = 0.0
-    for k in range(nb):
-        _inertia_times(m[k], h[k], Io[k], V[k], IV)
+    C_full[:, :] = 0.0
+    for k in range(bodies.shape[0]):
+        _inertia_times(m[k], h[k], I_o[k], V[k], IV)
         j = k
         while j >= 0:
-            _inertia_times(m[k], h[k], Io[k], S[j], IS)
-            _cross_force(V[k], IS, Y)          # V x* (I S)
-            _cross_force(S[j], IV, t1)         # S x* (I V)  = (I V) xbar* S
+            _inertia_times(m[k], h[k], I_o[k], S[j], IS)
+            _cross_force(V[k], IS, Y)            # V x* (I S)
+            _cross_force(S[j], IV, tmp1)         # S x* (I V)  = (I V) xbar* S
             for a in range(6):
-                Y[a] = 0.5 * (Y[a] + t1[a])
-            _cross_motion(V[k], S[j], t1)      # V x S
-            _inertia_times(m[k], h[k], Io[k], t1, t2)
+                Y[a] = 0.5 * (Y[a] + tmp1[a])
+            _cross_motion(V[k], S[j], tmp1)      # V x S
+            _inertia_times(m[k], h[k], I_o[k], tmp1, tmp2)
             for a in range(6):
-                Y[a] -= 0.5 * t2[a]
-            _cross_motion(V[j], S[j], t1)      # Sdot_j
-            _inertia_times(m[k], h[k], Io[k], t1, t2)
+                Y[a] -= 0.5 * tmp2[a]
+            _cross_motion(V[j], S[j], tmp1)      # Sdot_j
+            _inertia_times(m[k], h[k], I_o[k], tmp1, tmp2)
             for a in range(6):
-                Y[a] += t2[a]
+                Y[a] += tmp2[a]
             i = k
             while i >= 0:
-                Cf[i, j] += _dot6(S[i], Y)
-                i = topo[i, 0]
-            j = topo[j, 0]
+                C_full[i, j] += _dot6(S[i], Y)
+                i = bodies[i].parent
+            j = bodies[j].parent
+
+
+@njit(**_JIT)
+def apply_external_wrench(F, fb, p_root_frame, f_ext):
+    """F[fb] -= the wrench f_ext = [f; n] acting at the frame origin p, moved to the root
+    origin: [f; n + p x f] (the backward pass then gives tau = ... - J^T f_ext)."""
+    c0, c1, c2 = _cross(p_root_frame[0], p_root_frame[1], p_root_frame[2],
+                        f_ext[0], f_ext[1], f_ext[2])
+    F[fb, 0] -= f_ext[0]
+    F[fb, 1] -= f_ext[1]
+    F[fb, 2] -= f_ext[2]
+    F[fb, 3] -= f_ext[3] + c0
+    F[fb, 4] -= f_ext[4] + c1
+    F[fb, 5] -= f_ext[5] + c2
+
+
+@njit(**_JIT)
+def inverse_dynamics_state(bodies, ws, g, fb, X_body_frame, f_ext, s, tau):
+    """tau = G^T RNEA(q_full, qd_full, qdd_full) - J_f^T f_ext[s] from the kinematics in ws
+    (f_ext (N, 6) at frame (fb, X_body_frame); an empty f_ext (0, 6) or fb < 0: none)."""
+    rnea_forward(bodies, ws.S, ws.m, ws.h, ws.I_o, ws.qd_full, ws.qdd_full, g, ws.V, ws.Vd,
+                 ws.F, ws.tmp1, ws.tmp2)
+    if fb >= 0 and f_ext.shape[0] > 0:
+        frame_pose(ws.R_root_body, ws.p_root_body, fb, X_body_frame, ws.R_root_frame,
+                   ws.p_root_frame)
+        apply_external_wrench(ws.F, fb, ws.p_root_frame, f_ext[s])
+    rnea_backward(bodies, ws.S, ws.F, ws.tau_full)
+    reduce_vector(bodies, ws.tau_full, tau)
 
 
 # ------------------------------------------------------------------ dense helpers
@@ -398,409 +602,375 @@ def cho_solve(L, b):
 
 
 @njit(**_JIT)
-def gravity_pass(topo, S, m, h, grav, F, tf):
-    """g_full: F_i = I_i [-g; 0] = [-m g; -h x g] summed down the tree, tau_i = S_i . F_i."""
-    nb = topo.shape[0]
-    for i in range(nb):
-        c0, c1, c2 = _cross(h[i, 0], h[i, 1], h[i, 2], grav[0], grav[1], grav[2])
-        F[i, 0] = -m[i] * grav[0]
-        F[i, 1] = -m[i] * grav[1]
-        F[i, 2] = -m[i] * grav[2]
-        F[i, 3] = -c0
-        F[i, 4] = -c1
-        F[i, 5] = -c2
-    rnea_backward(topo, S, F, tf)
+def condition_number(w_min, w_max, k, cholesky_ok):
+    """cond = w_max / w_min of a symmetric (k, k) matrix with extreme eigenvalues w_min, w_max;
+    +inf (numerically singular) when w_min <= k * eps * w_max, or w_max <= 0, or its
+    Cholesky factorisation failed (cholesky_ok False)."""
+    if not cholesky_ok or not (w_max > 0.0) or not (w_min > k * EPS * w_max):
+        return np.inf
+    return w_max / w_min
 
 
 # ------------------------------------------------------------------ batch entry points
 @njit(**_JIT)
-def _scratch(nb):
-    return (np.empty(nb), np.empty(nb), np.empty(nb),            # qf, qdf, qddf
-            np.empty((nb, 3, 3)), np.empty((nb, 3)), np.empty((nb, 6)),   # R, p, S
-            np.empty(nb), np.empty((nb, 3)), np.empty((nb, 3, 3)),       # m, h, Io
-            np.empty((nb, 6)), np.empty((nb, 6)), np.empty((nb, 6)),     # V, A, F
-            np.empty(6), np.empty(6), np.empty(nb))                      # t1, t2, tf
-
-
-@njit(**_JIT)
-def batch_rnea(topo, geom, inert, grav, q, qd, qdd, fb, Xf, fext, out):
-    """out[s] = M qdd + C qd + g - J_f^T F_ext (F_ext = fext[s] at frame (fb, Xf), root axes)."""
-    nb = topo.shape[0]
-    qf, qdf, qddf, R, p, S, m, h, Io, V, A, F, t1, t2, tf = _scratch(nb)
-    Rf = np.empty((3, 3))
-    pf = np.empty(3)
+def batch_rnea(bodies, g, q, qd, qdd, fb, X_body_frame, f_ext, out):
+    """out[s] = M qdd + C qd + g - J_f^T F_ext (F_ext = f_ext[s] at frame (fb, X_body_frame),
+    root axes; an empty f_ext: none)."""
+    ws = workspace(bodies.shape[0])
     for s in range(q.shape[0]):
-        _expand(topo, geom, q[s], qf)
-        _expand_rate(topo, geom, qd[s], qdf)
-        _expand_rate(topo, geom, qdd[s], qddf)
-        forward_kinematics(topo, geom, qf, R, p, S)
-        world_inertias(inert, R, p, m, h, Io)
-        rnea_forward(topo, S, m, h, Io, qdf, qddf, grav, V, A, F, t1, t2)
-        if fb >= 0 and fext.shape[0] > 0:
-            # wrench [f; n] at the frame origin pf -> about the root origin: [f; n + pf x f]
-            frame_point(R, p, fb, Xf, Rf, pf)
-            f = fext[s]
-            c0, c1, c2 = _cross(pf[0], pf[1], pf[2], f[0], f[1], f[2])
-            F[fb, 0] -= f[0]
-            F[fb, 1] -= f[1]
-            F[fb, 2] -= f[2]
-            F[fb, 3] -= f[3] + c0
-            F[fb, 4] -= f[4] + c1
-            F[fb, 5] -= f[5] + c2
-        rnea_backward(topo, S, F, tf)
-        _reduce_vec(topo, geom, tf, out[s])
+        state_kinematics(bodies, q[s], ws)
+        expand_rates(bodies, qd[s], ws.qd_full)
+        expand_rates(bodies, qdd[s], ws.qdd_full)
+        inverse_dynamics_state(bodies, ws, g, fb, X_body_frame, f_ext, s, out[s])
 
 
 @njit(**_JIT)
-def batch_gravity(topo, geom, inert, grav, q, out):
+def batch_gravity(bodies, g, q, out):
     """out[s] = g(q_s)."""
-    nb = topo.shape[0]
-    qf, qdf, qddf, R, p, S, m, h, Io, V, A, F, t1, t2, tf = _scratch(nb)
+    ws = workspace(bodies.shape[0])
     for s in range(q.shape[0]):
-        _expand(topo, geom, q[s], qf)
-        forward_kinematics(topo, geom, qf, R, p, S)
-        world_inertias(inert, R, p, m, h, Io)
-        gravity_pass(topo, S, m, h, grav, F, tf)
-        _reduce_vec(topo, geom, tf, out[s])
+        state_kinematics(bodies, q[s], ws)
+        gravity_pass(bodies, ws.S, ws.m, ws.h, g, ws.F, ws.tau_full)
+        reduce_vector(bodies, ws.tau_full, out[s])
 
 
 @njit(**_JIT)
-def batch_mass(topo, geom, inert, q, out):
+def batch_mass(bodies, q, out):
     """out[s] = M(q_s) (CRBA)."""
-    nb = topo.shape[0]
-    qf, qdf, qddf, R, p, S, m, h, Io, V, A, F, t1, t2, tf = _scratch(nb)
-    Mf = np.empty((nb, nb))
+    ws = workspace(bodies.shape[0])
     for s in range(q.shape[0]):
-        _expand(topo, geom, q[s], qf)
-        forward_kinematics(topo, geom, qf, R, p, S)
-        world_inertias(inert, R, p, m, h, Io)
-        crba(topo, geom, S, m, h, Io, Mf, out[s], t1)
+        state_kinematics(bodies, q[s], ws)
+        mass_matrix(bodies, ws, out[s])
 
 
 @njit(**_JIT)
-def batch_kinematics(topo, geom, q, fb, Xf, pose, J, want_J):
-    """pose[s] = X_root_frame (4x4); J[s] = frame Jacobian (6 x n) if want_J."""
-    nb = topo.shape[0]
-    qf, qdf, qddf, R, p, S, m, h, Io, V, A, F, t1, t2, tf = _scratch(nb)
-    Rf = np.empty((3, 3))
-    pf = np.empty(3)
+def batch_kinematics(bodies, q, fb, X_body_frame, pose, J):
+    """pose[s] = X_root_frame (4x4); J[s] = frame Jacobian (6 x n), unless J is empty (0, 6, n)."""
+    ws = workspace(bodies.shape[0])
     for s in range(q.shape[0]):
-        _expand(topo, geom, q[s], qf)
-        forward_kinematics(topo, geom, qf, R, p, S)
-        frame_point(R, p, fb, Xf, Rf, pf)
+        expand_positions(bodies, q[s], ws.q_full)
+        forward_kinematics(bodies, ws.q_full, ws.R_root_body, ws.p_root_body, ws.S)
+        frame_pose(ws.R_root_body, ws.p_root_body, fb, X_body_frame, ws.R_root_frame,
+                   ws.p_root_frame)
         pose[s, :, :] = 0.0
-        pose[s, :3, :3] = Rf
-        pose[s, :3, 3] = pf
+        pose[s, :3, :3] = ws.R_root_frame
+        pose[s, :3, 3] = ws.p_root_frame
         pose[s, 3, 3] = 1.0
-        if want_J:
-            frame_jacobian(topo, geom, S, fb, pf, J[s])
+        if J.shape[0] > 0:
+            frame_jacobian(bodies, ws.S, fb, ws.p_root_frame, J[s])
 
 
 @njit(**_JIT)
-def _velocity_pass(topo, S, qdf, V, A, t1, t2):
-    """V_i = V_p + S_i qd_i; A_i = A_p + V_i x S_i qd_i (qdd = 0, no gravity)."""
-    for i in range(topo.shape[0]):
-        par = topo[i, 0]
-        for k in range(6):
-            V[i, k] = (V[par, k] if par >= 0 else 0.0) + S[i, k] * qdf[i]
-            A[i, k] = A[par, k] if par >= 0 else 0.0
-            t1[k] = S[i, k] * qdf[i]
-        _cross_motion(V[i], t1, t2)
-        for k in range(6):
-            A[i, k] += t2[k]
-
-
-@njit(**_JIT)
-def batch_bias_acceleration(topo, geom, q, qd, fb, Xf, out):
+def batch_bias_acceleration(bodies, q, qd, fb, X_body_frame, out):
     """out[s] = Jdot qd of the frame origin, [linear; angular] in root axes."""
-    nb = topo.shape[0]
-    qf, qdf, qddf, R, p, S, m, h, Io, V, A, F, t1, t2, tf = _scratch(nb)
-    Rf = np.empty((3, 3))
-    pf = np.empty(3)
+    ws = workspace(bodies.shape[0])
     for s in range(q.shape[0]):
-        _expand(topo, geom, q[s], qf)
-        _expand_rate(topo, geom, qd[s], qdf)
-        forward_kinematics(topo, geom, qf, R, p, S)
         if fb < 0:
             out[s, :] = 0.0
             continue
-        _velocity_pass(topo, S, qdf, V, A, t1, t2)
-        frame_point(R, p, fb, Xf, Rf, pf)
-        point_acceleration(V[fb], A[fb], pf, out[s])
+        expand_positions(bodies, q[s], ws.q_full)
+        expand_rates(bodies, qd[s], ws.qd_full)
+        forward_kinematics(bodies, ws.q_full, ws.R_root_body, ws.p_root_body, ws.S)
+        velocity_pass(bodies, ws.S, ws.qd_full, ws.V, ws.Vd, ws.tmp1, ws.tmp2)
+        frame_pose(ws.R_root_body, ws.p_root_body, fb, X_body_frame, ws.R_root_frame,
+                   ws.p_root_frame)
+        point_acceleration(ws.V[fb], ws.Vd[fb], ws.p_root_frame, out[s])
 
 
 @njit(**_JIT)
-def batch_coriolis_matrix(topo, geom, inert, q, qd, out):
+def batch_coriolis_matrix(bodies, q, qd, out):
     """out[s] = C(q_s, qd_s) = G^T C_full G, Christoffel-consistent."""
-    nb = topo.shape[0]
-    qf, qdf, qddf, R, p, S, m, h, Io, V, A, F, t1, t2, tf = _scratch(nb)
-    Cf = np.empty((nb, nb))
-    IV = np.empty(6)
-    IS = np.empty(6)
-    Y = np.empty(6)
+    nb = bodies.shape[0]
+    ws = workspace(nb)
+    C_full = np.empty((nb, nb))
+    IV, IS, Y = np.empty(6), np.empty(6), np.empty(6)
     for s in range(q.shape[0]):
-        _expand(topo, geom, q[s], qf)
-        _expand_rate(topo, geom, qd[s], qdf)
-        forward_kinematics(topo, geom, qf, R, p, S)
-        world_inertias(inert, R, p, m, h, Io)
-        _velocity_pass(topo, S, qdf, V, A, t1, t2)
-        coriolis_full(topo, S, m, h, Io, V, Cf, IV, IS, t1, t2, Y)
-        C = out[s]
-        C[:, :] = 0.0
-        for i in range(nb):
-            for j in range(nb):
-                C[topo[i, 2], topo[j, 2]] += geom[i, 15] * geom[j, 15] * Cf[i, j]
+        state_kinematics(bodies, q[s], ws)
+        expand_rates(bodies, qd[s], ws.qd_full)
+        velocity_pass(bodies, ws.S, ws.qd_full, ws.V, ws.Vd, ws.tmp1, ws.tmp2)
+        coriolis_full(bodies, ws.S, ws.m, ws.h, ws.I_o, ws.V, C_full, IV, IS, ws.tmp1,
+                      ws.tmp2, Y)
+        reduce_matrix(bodies, C_full, out[s])
 
 
 @njit(**_JIT)
-def batch_energy(topo, geom, inert, grav, q, qd, out):
+def batch_energy(bodies, g, q, qd, out):
     """out[s] = (T, U): T = 1/2 sum_k V_k . I_k V_k, U = -g . sum_k m_k c_k."""
-    nb = topo.shape[0]
-    qf, qdf, qddf, R, p, S, m, h, Io, V, A, F, t1, t2, tf = _scratch(nb)
+    ws = workspace(bodies.shape[0])
     for s in range(q.shape[0]):
-        _expand(topo, geom, q[s], qf)
-        _expand_rate(topo, geom, qd[s], qdf)
-        forward_kinematics(topo, geom, qf, R, p, S)
-        world_inertias(inert, R, p, m, h, Io)
-        _velocity_pass(topo, S, qdf, V, A, t1, t2)
+        state_kinematics(bodies, q[s], ws)
+        expand_rates(bodies, qd[s], ws.qd_full)
+        velocity_pass(bodies, ws.S, ws.qd_full, ws.V, ws.Vd, ws.tmp1, ws.tmp2)
         T = 0.0
         U = 0.0
-        for k in range(nb):
-            _inertia_times(m[k], h[k], Io[k], V[k], t1)
-            T += 0.5 * _dot6(V[k], t1)
-            U -= grav[0] * h[k, 0] + grav[1] * h[k, 1] + grav[2] * h[k, 2]
+        for k in range(bodies.shape[0]):
+            _inertia_times(ws.m[k], ws.h[k], ws.I_o[k], ws.V[k], ws.tmp1)
+            T += 0.5 * _dot6(ws.V[k], ws.tmp1)
+            U -= g[0] * ws.h[k, 0] + g[1] * ws.h[k, 1] + g[2] * ws.h[k, 2]
         out[s, 0] = T
         out[s, 1] = U
 
 
 @njit(**_JIT)
-def batch_forward_dynamics(topo, geom, inert, grav, q, qd, tau, fb, Xf, fext, out, status):
-    """out[s] = M^-1 (tau - C qd - g + J^T F_ext) by Cholesky solves; status[s] = 1 if M is not PD,
-    2 if M or the result is not finite (overflow)."""
+def batch_forward_dynamics(bodies, g, q, qd, tau, fb, X_body_frame, f_ext, out, status):
+    """out[s] = M^-1 (tau - C qd - g + J^T F_ext) by Cholesky solves, kinematics once per
+    state; status[s] = OK, NOT_POSITIVE_DEFINITE (M), or OVERFLOW (M or qdd not finite)."""
     n = q.shape[1]
-    zero = np.zeros((1, n))
-    Mf = np.empty((topo.shape[0], topo.shape[0]))
+    ws = workspace(bodies.shape[0])
     M = np.empty((n, n))
-    L = np.empty((n, n))
-    hvec = np.empty((1, n))
-    nb = topo.shape[0]
-    qf, qdf, qddf, R, p, S, m, h, Io, V, A, F, t1, t2, tf = _scratch(nb)
+    L_M = np.empty((n, n))
+    h_bias = np.empty(n)
+    ws.qdd_full[:] = 0.0
     for s in range(q.shape[0]):
-        batch_rnea(topo, geom, inert, grav, q[s:s + 1], qd[s:s + 1], zero, fb, Xf,
-                   fext[s:s + 1] if fext.shape[0] > 0 else fext, hvec)
-        _expand(topo, geom, q[s], qf)
-        forward_kinematics(topo, geom, qf, R, p, S)
-        world_inertias(inert, R, p, m, h, Io)
-        crba(topo, geom, S, m, h, Io, Mf, M, t1)
+        state_kinematics(bodies, q[s], ws)
+        expand_rates(bodies, qd[s], ws.qd_full)
+        inverse_dynamics_state(bodies, ws, g, fb, X_body_frame, f_ext, s, h_bias)
+        mass_matrix(bodies, ws, M)
+        out[s, :] = 0.0
         if not all_finite(M):
-            status[s] = 2
-            out[s, :] = 0.0
-            continue
-        if not cholesky(M, L):
-            status[s] = 1
-            out[s, :] = 0.0
-            continue
-        for i in range(n):
-            out[s, i] = tau[s, i] - hvec[0, i]
-        cho_solve(L, out[s])
-        status[s] = 0 if all_finite(out[s]) else 2
+            status[s] = OVERFLOW
+        elif not cholesky(M, L_M):
+            status[s] = NOT_POSITIVE_DEFINITE
+        else:
+            for i in range(n):
+                out[s, i] = tau[s, i] - h_bias[i]
+            cho_solve(L_M, out[s])
+            status[s] = OK if all_finite(out[s]) else OVERFLOW
 
 
-SINGULAR_COND = 1e12
-EIGVALSH_MIN_RATIO = 1e-8     # batch_bundle: eigvalsh instead of eigh when smin > this * smax
-
-
+# ------------------------------------------------------------------ the per-state bundle
 def bundle_layout(n, k):
-    """The float fields of :func:`batch_bundle`'s output ``out``, in order, as (name, per-state
+    """The float fields of :func:`batch_bundle`'s output buffer, in order, as (name, per-state
     shape): field i is the C-contiguous block ``out[N * start_i:N * (start_i + size_i)]``
-    reshaped to ``(N, *shape_i)`` (start_i = sum of the sizes before it)."""
+    reshaped to ``(N, *shape_i)`` (start_i = sum of the sizes before it). The numba
+    mirror is :func:`bundle_views` (test_kernels checks that they agree)."""
     return (("g", (n,)), ("c", (n,)), ("M", (n, n)), ("J", (k, n)), ("A", (k, k)),
-            ("Lambda", (k, k)), ("cond", ()), ("ev", (k,)), ("V", (k, k)), ("mu", (k,)),
-            ("p", (k,)))
+            ("Lambda", (k, k)), ("condition_number", ()), ("eigenvalues", (k,)),
+            ("eigenvectors", (k, k)), ("mu", (k,)), ("p", (k,)))
+
+
+BundleViews = namedtuple("BundleViews", [name for name, _ in bundle_layout(0, 0)])
 
 
 @njit(**_JIT)
-def _take(out, start, shape):
-    """(out[start:start + size].reshape(shape), start + size) with size = prod(shape)."""
-    size = 1
-    for d in shape:
-        size *= d
-    return out[start:start + size].reshape(shape), start + size
+def bundle_views(out, N, n, k):
+    """BundleViews of the buffer ``out`` for N states (the order of bundle_layout)."""
+    g, a = _take(out, 0, (N, n))
+    c, a = _take(out, a, (N, n))
+    M, a = _take(out, a, (N, n, n))
+    J, a = _take(out, a, (N, k, n))
+    A, a = _take(out, a, (N, k, k))
+    Lambda, a = _take(out, a, (N, k, k))
+    cond, a = _take(out, a, (N,))
+    eigenvalues, a = _take(out, a, (N, k))
+    eigenvectors, a = _take(out, a, (N, k, k))
+    mu, a = _take(out, a, (N, k))
+    p, a = _take(out, a, (N, k))
+    return BundleViews(g, c, M, J, A, Lambda, cond, eigenvalues, eigenvectors, mu, p)
+
+
+BundleScratch = namedtuple("BundleScratch", (
+    "J6",            # (6, n) frame Jacobian, of which J = the first k rows
+    "L_M",           # (n, n) chol(M)
+    "Y",             # (k, n) L_M^-1 J^T, transposed: A = Y Y^T
+    "L_A",           # (k, k) chol(A)
+    "x", "e",        # (n,), (k,) solve vectors
+    "Jdot_qd"))      # (6,) the frame's bias acceleration
 
 
 @njit(**_JIT)
-def batch_bundle(topo, geom, inert, grav, q, qd, fb, Xf, r0, k, damping, damp_cond, want_gc,
-                 want_os, want_ev, out, sing, status):
-    """Per-state bundle: g, c = C qd, M, J (rows r0:r0+k), A = J M^-1 J^T (by Cholesky
-    solves: A = Y^T Y with Y = L^-1 J^T), its condition number (from its eigenvalues),
-    Lambda and (if want_os) mu = Lambda (J M^-1 c - Jdot qd), p = Lambda J M^-1 g.
-    want_ev: also the eigen-decomposition (ev, V); otherwise a state with cond(A) <
-    1 / EIGVALSH_MIN_RATIO gets its eigenvalues alone (eigvalsh, about half the cost of eigh;
-    they agree with eigh's to ~1e-8 relative there), and eigenvectors only if it takes the
-    spectral Lambda below.
+def bundle_scratch(n, k):
+    """Fresh BundleScratch for n coordinates and k task rows: views of one buffer."""
+    buf = np.empty(6 * n + n * n + k * n + k * k + n + k + 6)
+    J6, a = _take(buf, 0, (6, n))
+    L_M, a = _take(buf, a, (n, n))
+    Y, a = _take(buf, a, (k, n))
+    L_A, a = _take(buf, a, (k, k))
+    x, a = _take(buf, a, (n,))
+    e, a = _take(buf, a, (k,))
+    Jdot_qd, a = _take(buf, a, (6,))
+    return BundleScratch(J6, L_M, Y, L_A, x, e, Jdot_qd)
 
-    ``out`` (float, N * sum of the sizes) holds the fields of :func:`bundle_layout` (one
-    buffer: a single argument and allocation per call); ``sing`` (bool) and ``status`` (int)
-    have one entry per state.
 
-    Lambda: A^-1 by Cholesky solves when cond(A) <= 1e12; damping d > 0 applied to the
-    states with cond(A) > damp_cond: V diag(s / (s^2 + d^2)) V^T; singular without
-    damping: pseudo-inverse over the eigenvalues s > 1e-12 s_max (the flag ``sing`` says
-    so). status[s] = 1 if M is not positive definite, 2 if an output is not finite (overflow).
+@njit(**_DRIVER)
+def bias_terms(bodies, g, qd, fb, ws, want_Jdot_qd, g_out, c_out, Jdot_qd):
+    """g_out = g(q), c_out = C(q, qd) qd, and (if want_Jdot_qd) Jdot qd of the frame origin
+    ws.p_root_frame on body fb, from the kinematics and inertias in ws (ws.qdd_full = 0)."""
+    gravity_pass(bodies, ws.S, ws.m, ws.h, g, ws.F, ws.tau_full)
+    reduce_vector(bodies, ws.tau_full, g_out)
+    expand_rates(bodies, qd, ws.qd_full)
+    rnea_forward(bodies, ws.S, ws.m, ws.h, ws.I_o, ws.qd_full, ws.qdd_full, _ZERO3, ws.V,
+                 ws.Vd, ws.F, ws.tmp1, ws.tmp2)
+    if want_Jdot_qd:         # the frame's acceleration with qdd = 0, no gravity
+        if fb >= 0:
+            point_acceleration(ws.V[fb], ws.Vd[fb], ws.p_root_frame, Jdot_qd)
+        else:
+            Jdot_qd[:] = 0.0
+    rnea_backward(bodies, ws.S, ws.F, ws.tau_full)
+    reduce_vector(bodies, ws.tau_full, c_out)
+
+
+@njit(**_JIT)
+def task_space_inverse(M, J, L_M, Y, A):
+    """A = J M^-1 J^T = Y Y^T with the rows of Y = L_M^-1 (rows of J), L_M = chol(M).
+    Returns OK, NOT_POSITIVE_DEFINITE (M) or OVERFLOW (M, J or A not finite)."""
+    if not all_finite(M):
+        return OVERFLOW
+    if not cholesky(M, L_M):
+        return NOT_POSITIVE_DEFINITE
+    k, n = J.shape
+    for r in range(k):
+        Y[r, :] = J[r, :]
+        solve_lower(L_M, Y[r])
+    for r in range(k):
+        for c in range(r + 1):
+            acc = 0.0
+            for i in range(n):
+                acc += Y[r, i] * Y[c, i]
+            A[r, c] = acc
+            A[c, r] = acc
+    if not (all_finite(J) and all_finite(A)):
+        return OVERFLOW      # e.g. a huge prismatic q: no eigh of inf/NaN
+    return OK
+
+
+@njit(**_JIT)
+def spectral_inverse(w, vec, damping, Lambda, e):
+    """Lambda = V diag(e) V^T over the eigenpairs (w ascending, vec columns) of A:
+    e_i = s_i / (s_i^2 + damping^2) if damping > 0 (damped inverse), else the
+    pseudo-inverse 1 / s_i over the s_i > 1e-12 s_max (0 below)."""
+    k = w.shape[0]
+    s_max = w[k - 1]
+    for i in range(k):
+        s_i = max(w[i], 0.0)
+        if damping > 0.0:
+            e[i] = damped_inverse_gain(s_i, damping)
+        elif s_i > 1e-12 * s_max:
+            e[i] = 1.0 / s_i
+        else:
+            e[i] = 0.0
+    for r in range(k):
+        for c in range(k):
+            acc = 0.0
+            for i in range(k):
+                acc += vec[r, i] * e[i] * vec[c, i]
+            Lambda[r, c] = acc
+
+
+@njit(**_JIT)
+def _eigh(A, w_out, vec_out):
+    """w_out, vec_out = eigenvalues (ascending) and eigenvector columns of the symmetric A."""
+    w, vec = np.linalg.eigh(A)
+    w_out[:] = w
+    vec_out[:, :] = vec
+
+
+@njit(**_JIT)
+def lambda_with_damping(A, damping, damping_condition, want_vectors, L_A, Lambda, w_out,
+                        vec_out, e):
+    """Lambda from A = J M^-1 J^T; returns (cond(A), singular).
+
+    cond(A) from its eigenvalues (:func:`condition_number`): eigvalsh alone (about half
+    the cost of eigh) when A is well conditioned (w_min > EIGVALSH_MIN_RATIO w_max) and no
+    eigenvectors are wanted; eigh otherwise, into w_out, vec_out. singular = cond >
+    SINGULAR_COND. Damping d > 0 applies to the states with cond > damping_condition:
+    the damped inverse; a singular state without damping: the pseudo-inverse; every other
+    state: A^-1 by Cholesky solves.
+    """
+    k = A.shape[0]
+    have_vectors = want_vectors
+    if want_vectors:
+        _eigh(A, w_out, vec_out)
+    else:
+        w_out[:] = np.linalg.eigvalsh(A)
+        if not (w_out[0] > EIGVALSH_MIN_RATIO * w_out[k - 1]):
+            _eigh(A, w_out, vec_out)
+            have_vectors = True
+    cond = condition_number(w_out[0], w_out[k - 1], k, cholesky(A, L_A))
+    singular = cond > SINGULAR_COND
+    damped = damping > 0.0 and cond > damping_condition
+    if not damped and not singular:
+        for c in range(k):
+            e[:] = 0.0
+            e[c] = 1.0
+            cho_solve(L_A, e)
+            Lambda[:, c] = e
+        return cond, False
+    if not have_vectors:                     # the spectral inverse needs the eigenvectors
+        _eigh(A, w_out, vec_out)
+    spectral_inverse(w_out, vec_out, damping if damped else 0.0, Lambda, e)
+    return cond, singular
+
+
+@njit(**_JIT)
+def operational_space_bias(L_M, J, v, Jdot_qd, Lambda, x, e, out):
+    """out = Lambda (J M^-1 v - Jdot_qd): mu (v = C qd) or p (v = g, Jdot_qd = 0)."""
+    k, n = J.shape
+    x[:] = v
+    cho_solve(L_M, x)
+    for r in range(k):
+        acc = 0.0
+        for i in range(n):
+            acc += J[r, i] * x[i]
+        e[r] = acc - Jdot_qd[r]
+    for r in range(k):
+        acc = 0.0
+        for c in range(k):
+            acc += Lambda[r, c] * e[c]
+        out[r] = acc
+
+
+@njit(**_DRIVER)
+def _bundle_state(bodies, g, q, qd, fb, X_body_frame, k, damping, damping_condition, flags,
+                  ws, bs, res, s):
+    """One state of batch_bundle into res.*[s]; returns (status, singular)."""
+    state_kinematics(bodies, q, ws)
+    M, J = res.M[s], res.J[s]
+    mass_matrix(bodies, ws, M)
+    frame_pose(ws.R_root_body, ws.p_root_body, fb, X_body_frame, ws.R_root_frame,
+               ws.p_root_frame)
+    frame_jacobian(bodies, ws.S, fb, ws.p_root_frame, bs.J6)
+    J[:, :] = bs.J6[:k, :]
+    if flags & (BIAS | OPERATIONAL):
+        bias_terms(bodies, g, qd, fb, ws, (flags & OPERATIONAL) != 0, res.g[s], res.c[s], bs.Jdot_qd)
+    status = task_space_inverse(M, J, bs.L_M, bs.Y, res.A[s])
+    if status != OK:
+        res.condition_number[s] = np.inf
+        res.Lambda[s, :, :] = 0.0
+        return status, True
+    Lambda = res.Lambda[s]
+    res.condition_number[s], singular = lambda_with_damping(
+        res.A[s], damping, damping_condition, (flags & EIGENVECTORS) != 0, bs.L_A, Lambda,
+        res.eigenvalues[s], res.eigenvectors[s], bs.e)
+    finite = all_finite(Lambda)
+    if flags & (BIAS | OPERATIONAL):
+        finite = finite and all_finite(res.g[s]) and all_finite(res.c[s])
+    if flags & OPERATIONAL:
+        operational_space_bias(bs.L_M, J, res.c[s], bs.Jdot_qd, Lambda, bs.x, bs.e, res.mu[s])
+        operational_space_bias(bs.L_M, J, res.g[s], _ZERO6, Lambda, bs.x, bs.e, res.p[s])
+        finite = finite and all_finite(res.mu[s]) and all_finite(res.p[s])
+    return OK if finite else OVERFLOW, singular
+
+
+@njit(**_JIT)
+def batch_bundle(bodies, g, q, qd, fb, X_body_frame, k, damping, damping_condition, flags,
+                 out, singular, status):
+    """Per-state bundle: M, J (the first k rows of the frame Jacobian: k = 3 linear only),
+    A = J M^-1 J^T, cond(A), Lambda (:func:`lambda_with_damping`), and by ``flags``
+    (BIAS | OPERATIONAL | EIGENVECTORS): g, c = C qd; mu = Lambda (J M^-1 c - Jdot qd),
+    p = Lambda J M^-1 g; the eigen-decomposition of A.
+
+    ``out`` (float, N * sum of the field sizes) holds the fields of :func:`bundle_layout`
+    (one buffer: a single argument and allocation per call); ``singular`` (bool) and
+    ``status`` (int: OK, NOT_POSITIVE_DEFINITE, OVERFLOW) have one entry per state. A
+    state whose status is not OK has cond = inf, singular True and its other fields
+    unspecified.
     """
     N, n = q.shape
-    g_out, a = _take(out, 0, (N, n))            # the order of bundle_layout
-    c_out, a = _take(out, a, (N, n))
-    M_out, a = _take(out, a, (N, n, n))
-    J_out, a = _take(out, a, (N, k, n))
-    A_out, a = _take(out, a, (N, k, k))
-    L_out, a = _take(out, a, (N, k, k))
-    cond, a = _take(out, a, (N,))
-    evals, a = _take(out, a, (N, k))
-    evecs, a = _take(out, a, (N, k, k))
-    mu_out, a = _take(out, a, (N, k))
-    p_out, a = _take(out, a, (N, k))
-    nb = topo.shape[0]
-    qf, qdf, qddf, R, p, S, m, h, Io, V, A, F, t1, t2, tf = _scratch(nb)
-    Mf = np.empty((nb, nb))
-    L = np.empty((n, n))
-    Jfull = np.empty((6, n))
-    Y = np.empty((k, n))
-    LA = np.empty((k, k))
-    e = np.empty(k)
-    x = np.empty(n)
-    jb = np.empty(6)
-    Rf = np.empty((3, 3))
-    pf = np.empty(3)
-    zero3 = np.zeros(3)
-    qddf[:] = 0.0
+    res = bundle_views(out, N, n, k)
+    ws = workspace(bodies.shape[0])
+    bs = bundle_scratch(n, k)
     for s in range(N):
-        _expand(topo, geom, q[s], qf)
-        forward_kinematics(topo, geom, qf, R, p, S)
-        world_inertias(inert, R, p, m, h, Io)
-        M = M_out[s]
-        crba(topo, geom, S, m, h, Io, Mf, M, t1)
-        frame_point(R, p, fb, Xf, Rf, pf)
-        frame_jacobian(topo, geom, S, fb, pf, Jfull)
-        J = J_out[s]
-        J[:, :] = Jfull[r0:r0 + k, :]
-        if want_gc:
-            gravity_pass(topo, S, m, h, grav, F, tf)
-            _reduce_vec(topo, geom, tf, g_out[s])
-            _expand_rate(topo, geom, qd[s], qdf)
-            rnea_forward(topo, S, m, h, Io, qdf, qddf, zero3, V, A, F, t1, t2)
-            if want_os:          # Jdot qd: the frame's acceleration with qdd = 0, no gravity
-                if fb >= 0:
-                    point_acceleration(V[fb], A[fb], pf, jb)
-                else:
-                    jb[:] = 0.0
-            rnea_backward(topo, S, F, tf)
-            _reduce_vec(topo, geom, tf, c_out[s])
-        if not all_finite(M):
-            status[s] = 2
-            A_out[s, :, :] = 0.0
-            L_out[s, :, :] = 0.0
-            cond[s] = np.inf
-            sing[s] = True
-            continue
-        if not cholesky(M, L):
-            status[s] = 1
-            A_out[s, :, :] = 0.0
-            L_out[s, :, :] = 0.0
-            cond[s] = np.inf
-            sing[s] = True
-            continue
-        status[s] = 0
-        # A = J M^-1 J^T = Y Y^T with Y rows = L^-1 J rows
-        for r in range(k):
-            Y[r, :] = J[r, :]
-            solve_lower(L, Y[r])
-        Amat = A_out[s]
-        for r in range(k):
-            for c in range(r + 1):
-                acc = 0.0
-                for i in range(n):
-                    acc += Y[r, i] * Y[c, i]
-                Amat[r, c] = acc
-                Amat[c, r] = acc
-        if not (all_finite(J) and all_finite(Amat)):
-            status[s] = 2            # overflow (e.g. a huge prismatic q): no eigh of inf/NaN
-            L_out[s, :, :] = 0.0
-            cond[s] = np.inf
-            sing[s] = True
-            continue
-        # eigenvalues alone (eigvalsh, about half the cost of eigh) for a well-conditioned A
-        # that needs no eigenvectors; eigh otherwise, so that ill-conditioned states (the
-        # singular flag, the damping) use the same eigenvalues as inertia_ellipsoid
-        have_vec = want_ev
-        if not want_ev:
-            w = np.linalg.eigvalsh(Amat)
-            have_vec = not (w[0] > EIGVALSH_MIN_RATIO * w[k - 1])
-        if have_vec:
-            w, vec = np.linalg.eigh(Amat)
-        if want_ev:
-            evals[s] = w
-            evecs[s] = vec
-        smax, smin = w[k - 1], w[0]
-        if smax > 0.0 and smin > 0.0:
-            cond[s] = smax / smin
-        else:
-            cond[s] = np.inf
-        singular = cond[s] > SINGULAR_COND
-        damped = damping > 0.0 and cond[s] > damp_cond
-        Lam = L_out[s]
-        done = False
-        if not damped and not singular:
-            if cholesky(Amat, LA):
-                for c in range(k):
-                    e[:] = 0.0
-                    e[c] = 1.0
-                    cho_solve(LA, e)
-                    Lam[:, c] = e
-                done = True
-            else:
-                singular = True
-        sing[s] = singular
-        if not done:
-            if not have_vec:                     # the spectral inverse needs the eigenvectors
-                w, vec = np.linalg.eigh(Amat)
-                smax = w[k - 1]
-            for i in range(k):
-                si = max(w[i], 0.0)
-                if damped:
-                    e[i] = damped_inverse_gain(si, damping)
-                elif si > 1e-12 * smax:
-                    e[i] = 1.0 / si
-                else:
-                    e[i] = 0.0
-            for r in range(k):
-                for c in range(k):
-                    acc = 0.0
-                    for i in range(k):
-                        acc += vec[r, i] * e[i] * vec[c, i]
-                    Lam[r, c] = acc
-        if want_os:
-            # mu = Lambda (J M^-1 c - Jdot qd), p = Lambda J M^-1 g
-            for pass_ in range(2):
-                src = c_out[s] if pass_ == 0 else g_out[s]
-                x[:] = src
-                cho_solve(L, x)
-                for r in range(k):
-                    acc = 0.0
-                    for i in range(n):
-                        acc += J[r, i] * x[i]
-                    e[r] = acc - (jb[r0 + r] if pass_ == 0 else 0.0)
-                dst = mu_out[s] if pass_ == 0 else p_out[s]
-                for r in range(k):
-                    acc = 0.0
-                    for c in range(k):
-                        acc += Lam[r, c] * e[c]
-                    dst[r] = acc
-        # overflow anywhere (huge q, qd, gravity or inertias) -> status 2, never a silent NaN
-        ok = all_finite(Lam)
-        if want_gc:
-            ok = ok and all_finite(g_out[s]) and all_finite(c_out[s])
-        if want_os:
-            ok = ok and all_finite(mu_out[s]) and all_finite(p_out[s])
-        if not ok:
-            status[s] = 2
+        status[s], singular[s] = _bundle_state(bodies, g, q[s], qd[s], fb, X_body_frame, k,
+                                               damping, damping_condition, flags, ws, bs,
+                                               res, s)

@@ -33,7 +33,9 @@ from collections import namedtuple
 import numpy as np
 
 from . import kernels as K
-from .errors import InputError, SingularConfigurationError, UnknownFrameError
+from .bodies import body_table
+from .errors import (InputError, NonFiniteResultError, SingularConfigurationError,
+                     UnknownFrameError)
 from .urdf import Structure, parse_urdf
 
 DynamicsTerms = namedtuple(
@@ -41,7 +43,9 @@ DynamicsTerms = namedtuple(
 DynamicsTerms.__doc__ = """Per-state bundle (see RobotModel.compute_all).
 
 g (n,), c = C qd (n,), M (n, n), J (k, n), A = J M^-1 J^T (k, k), Lambda (k, k),
-condition_number of A, singular flag (cond > 1e12). k = 6, or 3 with linear_only.
+condition_number of A (lambda_max / lambda_min of its eigenvalues; +inf when numerically
+singular: lambda_min <= k eps lambda_max, lambda_max <= 0, or A's Cholesky fails),
+singular flag (cond > 1e12). k = 6, or 3 with linear_only.
 Batched: every field gains a leading N axis."""
 
 InertiaEllipsoid = namedtuple(
@@ -53,6 +57,7 @@ eigenvalues (k,) ascending, +inf along singular directions (eigenvalue of A belo
 condition_number of A; singular flag."""
 
 _NO_FEXT = np.zeros((0, 6))
+_NO_JACOBIAN = np.zeros((0, 6, 0))
 _EYE4 = np.eye(4)
 
 
@@ -75,7 +80,7 @@ class RobotModel:
         M = model.mass_matrix(np.zeros((100, model.n)))   # (100, n, n)
     """
 
-    __slots__ = ("_s", "_gravity", "_viscous", "_coulomb", "_payloads", "_inert")
+    __slots__ = ("_s", "_gravity", "_viscous", "_coulomb", "_payloads", "_inert", "_bodies")
 
     # ------------------------------------------------------------------ construction
     def __init__(self, structure: Structure, gravity=(0.0, 0.0, -9.81), viscous=None,
@@ -87,6 +92,7 @@ class RobotModel:
         set_(self, "_coulomb", structure.coulomb if coulomb is None else coulomb)
         set_(self, "_payloads", dict(payloads or {}))
         set_(self, "_inert", structure.inert if inert is None else inert)
+        set_(self, "_bodies", body_table(structure, self._inert))   # what the kernels read
 
     def __setattr__(self, name, value):
         raise AttributeError("RobotModel is immutable; use the with_* methods for a modified copy")
@@ -278,7 +284,7 @@ class RobotModel:
         return a[0] if single else a
 
     def _overflow(self, what, s, inputs):
-        """InputError for a result that overflowed to inf/NaN at state s, naming the largest
+        """NonFiniteResultError for a result that overflowed to inf/NaN at state s, naming the largest
         entry of each state argument (inputs: name -> (N, n) array)."""
         parts = []
         for name, a in inputs.items():
@@ -290,12 +296,12 @@ class RobotModel:
                 continue
             joint = f", joint {self.joint_names[j]!r}" if row.shape[0] == self.n else ""
             parts.append(f"max |{name}| = {row[j]:.3g} ({name}[{j}]{joint})")
-        return InputError(
+        return NonFiniteResultError(
             f"{what} overflowed to inf/NaN at state {s}: the inputs are too large ("
             + "; ".join(parts) + ") or the model's gravity / inertias are")
 
     def _finite(self, out, what, **inputs):
-        """out, or InputError (never a silent inf/NaN) if it is not finite."""
+        """out, or NonFiniteResultError (never a silent inf/NaN) if it is not finite."""
         if not _all_finite(out):
             bad = ~np.isfinite(out.reshape(out.shape[0], -1)).all(axis=1)
             raise self._overflow(what, int(np.argmax(bad)), inputs)
@@ -350,7 +356,7 @@ class RobotModel:
         """g(q) (n,): the generalized force that holds the arm still, dU/dq. N*m or N."""
         Q, single = self._states(q, "q")
         out = np.empty_like(Q)
-        K.batch_gravity(self._s.topo, self._s.geom, self._inert, self._gravity, Q, out)
+        K.batch_gravity(self._bodies, self._gravity, Q, out)
         return self._out(self._finite(out, "g(q)", q=Q), single)
 
     def coriolis_torques(self, q, qd):
@@ -358,8 +364,8 @@ class RobotModel:
         Q, single = self._states(q, "q")
         QD, _ = self._states(qd, "qd", like=np.shape(q))
         out = np.empty_like(Q)
-        K.batch_rnea(self._s.topo, self._s.geom, self._inert, np.zeros(3), Q, QD,
-                     np.zeros_like(Q), -1, _EYE4, _NO_FEXT, out)
+        K.batch_rnea(self._bodies, np.zeros(3), Q, QD, np.zeros_like(Q), -1, _EYE4, _NO_FEXT,
+                     out)
         return self._out(self._finite(out, "C(q, qd) qd", q=Q, qd=QD), single)
 
     def coriolis_matrix(self, q, qd):
@@ -368,14 +374,14 @@ class RobotModel:
         Q, single = self._states(q, "q")
         QD, _ = self._states(qd, "qd", like=np.shape(q))
         out = np.empty((Q.shape[0], self.n, self.n))
-        K.batch_coriolis_matrix(self._s.topo, self._s.geom, self._inert, Q, QD, out)
+        K.batch_coriolis_matrix(self._bodies, Q, QD, out)
         return self._out(self._finite(out, "C(q, qd)", q=Q, qd=QD), single)
 
     def mass_matrix(self, q):
         """M(q) (n, n), symmetric positive definite joint-space inertia (CRBA). kg*m^2 / kg."""
         Q, single = self._states(q, "q")
         out = np.empty((Q.shape[0], self.n, self.n))
-        K.batch_mass(self._s.topo, self._s.geom, self._inert, Q, out)
+        K.batch_mass(self._bodies, Q, out)
         return self._out(self._finite(out, "M(q)", q=Q), single)
 
     def friction_torques(self, qd):
@@ -395,8 +401,7 @@ class RobotModel:
         QDD, _ = self._states(qdd, "qdd", like=np.shape(q))
         fb, X, F = self._fext(f_ext, f_ext_frame, Q.shape[0], single)
         out = np.empty_like(Q)
-        K.batch_rnea(self._s.topo, self._s.geom, self._inert, self._gravity, Q, QD, QDD,
-                     fb, X, F, out)
+        K.batch_rnea(self._bodies, self._gravity, Q, QD, QDD, fb, X, F, out)
         if _flag(friction, "friction"):
             out += self._viscous * QD + self._coulomb * np.sign(QD)
         return self._out(self._finite(out, "inverse dynamics tau", q=Q, qd=QD, qdd=QDD,
@@ -415,27 +420,27 @@ class RobotModel:
             TAU = TAU - (self._viscous * QD + self._coulomb * np.sign(QD))
         out = np.empty_like(Q)
         status = np.zeros(Q.shape[0], dtype=np.int64)
-        K.batch_forward_dynamics(self._s.topo, self._s.geom, self._inert, self._gravity,
-                                 Q, QD, TAU, fb, X, F, out, status)
+        K.batch_forward_dynamics(self._bodies, self._gravity, Q, QD, TAU, fb, X, F, out, status)
         self._check_status(status, "forward dynamics qdd", q=Q, qd=QD, tau=TAU, f_ext=F)
         return self._out(out, single)
 
     def _check_status(self, status, what, **inputs):
-        """Kernel status per state: 0 ok, 1 M not positive definite, 2 overflow."""
+        """Kernel status per state: K.OK, K.NOT_POSITIVE_DEFINITE (M), K.OVERFLOW."""
         if np.count_nonzero(status):         # (much cheaper than .any() for a few states)
             s = int(np.argmax(status))
-            if status[s] == 2:
+            if status[s] == K.OVERFLOW:
                 raise self._overflow(what, s, inputs)
             raise SingularConfigurationError(
                 f"mass matrix is not positive definite (state {s}): some joint moves no mass; "
                 f"joints with a massless subtree: {_tuple_names(self._massless_joints()) or 'none'}")
 
     def _massless_joints(self):
-        topo, inert = self._s.topo, self._inert
-        sub = inert[:, 0].copy() + np.abs(inert[:, 4:13]).sum(axis=1)
+        """Joints whose subtree has neither mass nor rotational inertia (M loses rank)."""
+        bodies = self._bodies
+        sub = bodies["mass"] + np.abs(bodies["I_com"]).sum(axis=(1, 2))
         for i in range(len(sub) - 1, -1, -1):
-            if topo[i, 0] >= 0:
-                sub[topo[i, 0]] += sub[i]
+            if bodies[i]["parent"] >= 0:
+                sub[bodies[i]["parent"]] += sub[i]
         return [self._s.full_joint_names[i] for i in range(len(sub)) if sub[i] == 0]
 
     # ------------------------------------------------------------------ kinematics
@@ -446,7 +451,7 @@ class RobotModel:
         Q, single = self._states(q, "q")
         fb, X = self._frame(frame)
         pose = np.empty((Q.shape[0], 4, 4))
-        K.batch_kinematics(self._s.topo, self._s.geom, Q, fb, X, pose, pose, False)
+        K.batch_kinematics(self._bodies, Q, fb, X, pose, _NO_JACOBIAN)
         return self._out(self._finite(pose, f"pose of {frame!r}", q=Q), single)
 
     def jacobian(self, q, frame):
@@ -456,7 +461,7 @@ class RobotModel:
         fb, X = self._frame(frame)
         pose = np.empty((Q.shape[0], 4, 4))
         J = np.empty((Q.shape[0], 6, self.n))
-        K.batch_kinematics(self._s.topo, self._s.geom, Q, fb, X, pose, J, True)
+        K.batch_kinematics(self._bodies, Q, fb, X, pose, J)
         return self._out(self._finite(J, f"Jacobian of {frame!r}", q=Q), single)
 
     def frame_bias_acceleration(self, q, qd, frame):
@@ -466,7 +471,7 @@ class RobotModel:
         QD, _ = self._states(qd, "qd", like=np.shape(q))
         fb, X = self._frame(frame)
         out = np.empty((Q.shape[0], 6))
-        K.batch_bias_acceleration(self._s.topo, self._s.geom, Q, QD, fb, X, out)
+        K.batch_bias_acceleration(self._bodies, Q, QD, fb, X, out)
         return self._out(self._finite(out, f"Jdot qd of {frame!r}", q=Q, qd=QD), single)
 
     # ------------------------------------------------------------------ energies
@@ -482,18 +487,22 @@ class RobotModel:
         Q, single = self._states(q, "q")
         QD = np.zeros_like(Q) if qd is None else self._states(qd, "qd", like=np.shape(q))[0]
         out = np.empty((Q.shape[0], 2))
-        K.batch_energy(self._s.topo, self._s.geom, self._inert, self._gravity, Q, QD, out)
+        K.batch_energy(self._bodies, self._gravity, Q, QD, out)
         return self._out(self._finite(out, "energy", q=Q, qd=QD), single)
 
     # ------------------------------------------------------------------ task-space inertia
-    def _bundle(self, q, qd, frame, names, linear_only, damping, want_gc, want_os,
-                damping_condition=0.0):
-        """-> (single?, [the fields ``names`` of batch_bundle]): (N, *shape) arrays, or for a
-        single state (q of shape (n,)) views of shape ``shape`` and scalars (as a[0] of a batch)."""
+    def _bundle(self, q, qd, frame, *, linear_only=False, damping=0.0, damping_condition=0.0,
+                bias=False, operational=False, eigenvectors=False):
+        """One run of K.batch_bundle -> _BundleResult (named views of its output buffer).
+
+        Always M, J, A, Lambda, condition_number, singular; ``bias``: also g and c = C qd
+        (qd required); ``operational``: also mu and p; ``eigenvectors``: also the
+        eigen-decomposition of A (eigenvalues, eigenvectors)."""
         Q, single = self._states(q, "q")
-        if want_gc and qd is None:
+        needs_qd = bias or operational
+        if needs_qd and qd is None:
             raise InputError("qd is required (shape of q); pass zeros for a state at rest")
-        QD = self._states(qd, "qd", like=np.shape(q))[0] if want_gc else Q
+        QD = self._states(qd, "qd", like=np.shape(q))[0] if needs_qd else Q
         fb, X = self._frame(frame)
         d = _real(damping, "damping")
         if not math.isfinite(d) or d < 0:
@@ -503,29 +512,18 @@ class RobotModel:
             raise InputError(f"damping_condition must be >= 0, got {damping_condition!r}")
         N, n = Q.shape
         k = 3 if _flag(linear_only, "linear_only") else 6
+        flags = ((K.BIAS if bias else 0) | (K.OPERATIONAL if operational else 0)
+                 | (K.EIGENVECTORS if eigenvectors else 0))
         layout, width = _bundle_layout(n, k)
-        out = np.empty(N * width)        # every field asked for is written unless status != 0
-        sing = np.empty(N, dtype=np.bool_)
+        out = np.empty(N * width)        # every field asked for is written unless status != OK
+        singular = np.empty(N, dtype=np.bool_)
         status = np.empty(N, dtype=np.int64)
-        K.batch_bundle(self._s.topo, self._s.geom, self._inert, self._gravity, Q, QD, fb, X,
-                       0, k, d, dc, want_gc, want_os, "V" in names, out, sing, status)
+        K.batch_bundle(self._bodies, self._gravity, Q, QD, fb, X, k, d, dc, flags, out,
+                       singular, status)
         if np.count_nonzero(status):       # (guarded: the message costs more than the check)
             self._check_status(status, f"J M^-1 J^T of {frame!r} (or g, C qd)", q=Q,
-                               qd=QD if want_gc else None)
-        fields = []
-        for name in names:
-            if name == "singular":
-                fields.append(sing[0] if single else sing)
-                continue
-            start, size, shape = layout[name]
-            if not single:
-                fields.append(out[N * start:N * (start + size)].reshape((N, *shape)))
-            elif not shape:
-                fields.append(out[start])
-            else:
-                a = out[start:start + size]
-                fields.append(a if len(shape) == 1 else a.reshape(shape))
-        return single, fields
+                               qd=QD if needs_qd else None)
+        return _BundleResult(out, layout, N, single, singular)
 
     def _raise_if_singular(self, sing, cond, frame):
         if np.count_nonzero(sing):
@@ -542,8 +540,7 @@ class RobotModel:
         J of the frame origin in root axes ([v; w] rows); units 1/kg (linear block),
         1/(kg m^2) (angular). Always finite (also at singularities, where it loses rank).
         (N, n) states -> (N, k, k)."""
-        _, (A,) = self._bundle(q, None, frame, ("A",), linear_only, 0.0, False, False)
-        return A
+        return self._bundle(q, None, frame, linear_only=linear_only).A
 
     def effective_inertia(self, q, frame, linear_only=False, damping=0.0, damping_condition=0.0):
         """Lambda = (J M^-1 J^T)^-1 (6, 6) or (3, 3): operational-space inertia of the frame origin,
@@ -553,27 +550,33 @@ class RobotModel:
         unless damping > 0, which returns V diag(s / (s^2 + damping^2)) V^T (finite).
         The damping applies only to the states with cond(A) > damping_condition (default
         0: every state); the others get the exact inverse by Cholesky solves."""
-        _, (Lam, cond, sing) = self._bundle(q, None, frame, ("Lambda", "cond", "singular"),
-                                            linear_only, damping, False, False,
-                                            damping_condition)
+        r = self._bundle(q, None, frame, linear_only=linear_only, damping=damping,
+                         damping_condition=damping_condition)
         if damping == 0:
-            self._raise_if_singular(sing, cond, frame)
-        return Lam
+            self._raise_if_singular(r.singular, r.condition_number, frame)
+        return r.Lambda
 
     def inertia_ellipsoid(self, q, frame, linear_only=True):
         """Eigen-decomposition of Lambda -> InertiaEllipsoid (see its docstring). Never raises
         for singular states: singular directions get eigenvalue +inf."""
-        single, (ev, V, cond, sing) = self._bundle(q, None, frame, ("ev", "V", "cond", "singular"),
-                                                   linear_only, 0.0, False, False)
+        return self._ellipsoid(self._bundle(q, None, frame, linear_only=linear_only,
+                                            eigenvectors=True))
+
+    def _ellipsoid(self, r):
+        """InertiaEllipsoid from a bundle run with eigenvectors=True: Lambda's eigenvalues
+        1 / s_i (s_i those of A, +inf for s_i <= 1e-12 s_max) ascending, eigenvectors as a
+        proper rotation."""
+        ev = r.eigenvalues
         k = ev.shape[-1]
         s = ev.reshape(-1, k)[:, ::-1]       # eigenvalues of A, descending
-        V = V.reshape(-1, k, k)[:, :, ::-1].copy()   # matching eigenvectors
+        V = r.eigenvectors.reshape(-1, k, k)[:, :, ::-1].copy()   # matching eigenvectors
         smax = s[:, :1]
         with np.errstate(divide="ignore"):
             lam = np.where(s > 1e-12 * smax, 1.0 / np.where(s > 0, s, 1.0), np.inf)
         flip = np.linalg.det(V) < 0
         V[flip, :, -1] *= -1.0
-        return InertiaEllipsoid(self._out(lam, single), self._out(V, single), cond, sing)
+        return InertiaEllipsoid(self._out(lam, r.single), self._out(V, r.single),
+                                r.condition_number, r.singular)
 
     def effective_mass(self, q, frame, u):
         """m_u = 1 / (u^T A u) along the direction u ((3,) linear or (6,) [v; w], root axes; scaled
@@ -588,8 +591,8 @@ class RobotModel:
             raise InputError("u must be a non-zero direction")
         u = u / big                      # scale first: |u| of 1e300 entries must not overflow
         u = u / np.linalg.norm(u)
-        single, (A,) = self._bundle(q, None, frame, ("A",), u.shape == (3,), 0.0, False, False)
-        A = A.reshape(-1, *A.shape[-2:])
+        r = self._bundle(q, None, frame, linear_only=u.shape == (3,))
+        single, A = r.single, r.A.reshape(-1, *r.A.shape[-2:])
         uau = np.einsum("i,nij,j->n", u, A, u)
         tr = np.trace(A, axis1=1, axis2=2)
         with np.errstate(divide="ignore"):
@@ -601,14 +604,14 @@ class RobotModel:
         p = Lambda J M^-1 g. Shapes (k, k), (k,), (k,) (N leading for a batch); root axes,
         [f; n] rows (N, N*m). qd is required. Singular states raise as in effective_inertia
         unless damping > 0."""
-        _, (Lam, mu, p, cond, sing) = self._bundle(
-            q, qd, frame, ("Lambda", "mu", "p", "cond", "singular"), linear_only, damping, True,
-            True)
+        r = self._bundle(q, qd, frame, linear_only=linear_only, damping=damping, bias=True,
+                         operational=True)
         if damping == 0:
-            self._raise_if_singular(sing, cond, frame)
-        return Lam, mu, p
+            self._raise_if_singular(r.singular, r.condition_number, frame)
+        return r.Lambda, r.mu, r.p
 
-    def compute_all(self, q, qd, frame, linear_only=False, damping=0.0, damping_condition=0.0):
+    def compute_all(self, q, qd, frame, linear_only=False, damping=0.0, damping_condition=0.0,
+                    ellipsoid=False):
         """DynamicsTerms(g, c, M, J, A, Lambda, condition_number, singular) in one call.
 
         g = g(q), c = C(q, qd) qd (n,); M (n, n); J (k, n) of the frame origin in root axes;
@@ -620,11 +623,16 @@ class RobotModel:
         ``singular`` is True. damping > 0 applies to the states with cond(A) >
         damping_condition (default 0: every state); the others get the exact inverse.
         (The dynamics node passes its ``singular_condition``: Lambda is exact unless the
-        state is flagged near-singular.)"""
-        _, terms = self._bundle(q, qd, frame, ("g", "c", "M", "J", "A", "Lambda", "cond",
-                                               "singular"),
-                                linear_only, damping, True, False, damping_condition)
-        return DynamicsTerms._make(terms)
+        state is flagged near-singular.)
+
+        ellipsoid=True: returns ``(DynamicsTerms, InertiaEllipsoid)`` from the same run
+        (the ellipsoid of this ``linear_only``, as :meth:`inertia_ellipsoid` gives it)."""
+        want_ellipsoid = _flag(ellipsoid, "ellipsoid")
+        r = self._bundle(q, qd, frame, linear_only=linear_only, damping=damping,
+                         damping_condition=damping_condition, bias=True,
+                         eigenvectors=want_ellipsoid)
+        terms = r.dynamics_terms()
+        return (terms, self._ellipsoid(r)) if want_ellipsoid else terms
 
     def warm_up(self):
         """Compile (or load from cache) every numba kernel once; returns self."""
@@ -642,6 +650,44 @@ class RobotModel:
         except SingularConfigurationError:
             pass
         return self
+
+
+class _BundleResult:
+    """Named views of K.batch_bundle's one output buffer: ``r.M``, ``r.Lambda``, ... (one
+    property per field of K.bundle_layout) and ``r.singular``. Batched: (N, *shape) arrays;
+    a single state (``r.single``): views of shape ``shape``, and scalars (as a[0] of a
+    batch)."""
+
+    __slots__ = ("_out", "_layout", "_N", "single", "_singular")
+
+    def __init__(self, out, layout, N, single, singular):
+        self._out, self._layout, self._N = out, layout, N
+        self.single, self._singular = single, singular
+
+    def _view(self, name):
+        start, size, shape = self._layout[name]
+        N, out = self._N, self._out
+        if not self.single:
+            return out[N * start:N * (start + size)].reshape((N, *shape))
+        if not shape:
+            return out[start]
+        a = out[start:start + size]
+        return a if len(shape) == 1 else a.reshape(shape)
+
+    @property
+    def singular(self):
+        return self._singular[0] if self.single else self._singular
+
+    def dynamics_terms(self):
+        """DynamicsTerms of this run (compute_all's per-call path: no property frames)."""
+        v = self._view
+        return DynamicsTerms(v("g"), v("c"), v("M"), v("J"), v("A"), v("Lambda"),
+                             v("condition_number"), self.singular)
+
+
+for _name, _ in K.bundle_layout(0, 0):     # r.g, r.c, r.M, ...: plain properties (fast)
+    setattr(_BundleResult, _name, property(lambda self, _name=_name: self._view(_name),
+                                           doc=f"the {_name} field of the bundle"))
 
 
 @functools.lru_cache(maxsize=None)

@@ -35,17 +35,37 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
+from rcl_interfaces.msg import SetParametersResult
 from rclpy.node import Node
-from rclpy.parameter import Parameter
 from sensor_msgs.msg import JointState
 
 from manip_dynamics_interfaces.msg import Dynamics
-from manip_dynamics.nodes.runner import array_parameter, run_node
+from manip_dynamics.nodes.runner import array_parameter, declare_table, run_node
+from manip_dynamics.rules.parameter_table import ParameterValueError, ParamSpec, check_table
 
 MODES = ('off', 'gravity', 'computed_torque')
-PER_JOINT = ('kp', 'kd', 'amplitude', 'frequency', 'home')
 TRAJECTORY = ('home', 'amplitude', 'frequency', 'mode')
+PER_JOINT_NOTE = '1 value (all joints) or one per joint'
+
+PARAMETERS = (
+    ParamSpec('mode', 'string', 'gravity',
+              'off (zero torque), gravity (tau = g) or computed_torque.', choices=MODES),
+    ParamSpec('kp', 'double_array', [100.0],
+              'Position gain Kp per joint (1/s^2, acceleration units); 1 value: all.',
+              PER_JOINT_NOTE, low=0.0, min_items=1),
+    ParamSpec('kd', 'double_array', [20.0],
+              'Velocity gain Kd per joint (1/s); 1 value: all.',
+              PER_JOINT_NOTE, low=0.0, min_items=1),
+    ParamSpec('home', 'double_array', [],
+              'Centre pose of the reference (rad, m); empty: the position when tracking starts.',
+              'empty, or ' + PER_JOINT_NOTE),
+    ParamSpec('amplitude', 'double_array', [0.0],
+              'Reference amplitude A per joint (rad, m): q_d = home + A (1 - cos(2 pi f t)); '
+              '0 holds home.', PER_JOINT_NOTE, low=0.0, min_items=1),
+    ParamSpec('frequency', 'double_array', [0.25],
+              'Reference frequency f per joint (Hz).', PER_JOINT_NOTE, low=0.0, min_items=1),
+)
+SPECS = {spec.name: spec for spec in PARAMETERS}
 
 
 def per_joint(values, n, name):
@@ -94,25 +114,7 @@ class ComputedTorqueController(Node):
     def __init__(self):
         super().__init__('computed_torque_controller')
 
-        def d(text):
-            return ParameterDescriptor(description=text)
-        self.declare_parameter('mode', 'gravity', d(
-            'off (zero torque), gravity (tau = g) or computed_torque.'))
-        self.declare_parameter('kp', [100.0], d(
-            'Position gain Kp per joint (1/s^2, acceleration units), >= 0; 1 value: all.'))
-        self.declare_parameter('kd', [20.0], d(
-            'Velocity gain Kd per joint (1/s), >= 0; 1 value: all.'))
-        self.declare_parameter('home', Parameter.Type.DOUBLE_ARRAY, d(
-            'Centre pose of the reference (rad, m); empty: the position when tracking starts.'))
-        self.declare_parameter('amplitude', [0.0], d(
-            'Reference amplitude A per joint (rad, m): q_d = home + A (1 - cos(2 pi f t)); '
-            '0 holds home.'))
-        self.declare_parameter('frequency', [0.25], d(
-            'Reference frequency f per joint (Hz), >= 0.'))
-        for p in self._parameters_now():
-            reason = self._check([p])
-            if reason:
-                raise ValueError(reason)
+        declare_table(self, PARAMETERS)      # raises ParameterValueError naming a bad one
         self.add_on_set_parameters_callback(self.on_set_parameters)
         self.add_post_set_parameters_callback(self.on_parameters_set)
 
@@ -124,30 +126,13 @@ class ComputedTorqueController(Node):
         self.get_logger().info(f'mode {self.get_parameter("mode").value}; waiting for Dynamics')
 
     # ------------------------------------------------------------------ parameters
-    def _parameters_now(self):
-        out = []
-        for name in ('mode',) + PER_JOINT:
-            p = self.get_parameter_or(name, None)
-            if p is not None and p.type_ != Parameter.Type.NOT_SET:
-                out.append(p)
-        return out
-
-    def _check(self, params):
-        for p in params:
-            v = p.value
-            if p.name == 'mode' and v not in MODES:
-                return f'mode must be one of {MODES}, got {v!r}'
-            if p.name in PER_JOINT and p.type_ != Parameter.Type.NOT_SET:
-                arr = np.asarray(v if v is not None else [], dtype=float)
-                if not np.all(np.isfinite(arr)):
-                    return f'{p.name}: values must be finite, got {list(arr)}'
-                if p.name != 'home' and (len(arr) == 0 or np.any(arr < 0)):
-                    return f'{p.name}: need 1 or n values >= 0, got {list(arr)}'
-        return ''
-
     def on_set_parameters(self, params):
-        reason = self._check(params)
-        return SetParametersResult(successful=not reason, reason=reason)
+        """Refuse values outside the table's bounds, naming the parameter."""
+        try:
+            check_table(SPECS, {p.name: p.value for p in params})
+        except ParameterValueError as exc:
+            return SetParametersResult(successful=False, reason=str(exc))
+        return SetParametersResult(successful=True)
 
     def on_parameters_set(self, params):
         if any(p.name in TRAJECTORY for p in params):
@@ -206,7 +191,8 @@ class ComputedTorqueController(Node):
 
 
 def main(args=None) -> int:
-    return run_node(ComputedTorqueController, args)
+    return run_node(ComputedTorqueController, args, fatal=(ParameterValueError,),
+                    name='computed_torque_controller')
 
 
 if __name__ == '__main__':

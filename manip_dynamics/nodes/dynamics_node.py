@@ -24,21 +24,17 @@ Run: ``ros2 run manip_dynamics dynamics_node --ros-args -p urdf_file:=arm.urdf``
 from __future__ import annotations
 
 import array
-import math
 import threading
 import time
 import traceback
-import warnings
-from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, Mapping, Optional
+from typing import Any, Optional
 
 import numpy as np
 from rcl_interfaces.msg import SetParametersResult
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.clock import JumpThreshold
 from rclpy.duration import Duration
-from rclpy.exceptions import InvalidParameterTypeException
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
@@ -46,70 +42,26 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, Header, String
 from visualization_msgs.msg import MarkerArray
 
-from manip_dynamics.core.errors import InputError, ManipDynamicsError, URDFError
-from manip_dynamics.core.model import RobotModel
+from manip_dynamics.core.errors import InputError, ManipDynamicsError, NonFiniteResultError
 from manip_dynamics.nodes import markers
-from manip_dynamics.nodes.runner import run_node
-from manip_dynamics.nodes.parameters import (
-    PARAMETERS,
-    SPECS,
-    ParameterValueError,
-    check_values,
-    make_snapshot,
-    model_conflicts,
-)
+from manip_dynamics.nodes.runner import declare_table, run_node
 from manip_dynamics.nodes.services import DynamicsServices
-from manip_dynamics.nodes.snapshot import Snapshot
+from manip_dynamics.rules.dynamics_parameters import (PARAMETERS, SPECS, ParameterValueError,
+                                                      check_values)
+from manip_dynamics.rules.model_source import Applied, Description, ModelSource
+from manip_dynamics.rules.parameter_table import ParameterTypeError
+from manip_dynamics.rules.snapshot import Snapshot
+from manip_dynamics.rules.stamp_gate import StampGate
+from manip_dynamics.rules.throttled_log import ThrottledLog
 from manip_dynamics_interfaces.msg import Dynamics
 
 NODE_NAME = "dynamics_node"
 WARNING_PERIOD = 5.0     # s: a repeated input problem is logged at most this often
-FUTURE_STAMP_LIMIT = 60.0  # s: joint_states stamped further ahead of the node's clock are skipped
+TOPIC_ORIGIN = "topic robot_description"
 
 
-class ConfigurationError(RuntimeError):
+class ConfigurationError(ManipDynamicsError, RuntimeError):
     """The node cannot start with the given parameters (the message says which one)."""
-
-
-@dataclass(frozen=True)
-class _Applied:
-    """What the callbacks see: the snapshot and the parameter values it was built from."""
-
-    snapshot: Optional[Snapshot]
-    base_model: Optional[RobotModel]          # as parsed (rooted), before gravity etc.
-    values: Mapping[str, Any]
-    origin: str = ""                          # where the robot description came from
-
-
-class _ThrottledLog:
-    """Logs a message at most once per ``period`` per key, counting what it held back."""
-
-    def __init__(self, logger, period: float):
-        self._logger = logger
-        self._period = period
-        self._last: dict[str, tuple[float, int]] = {}
-        self._lock = threading.Lock()
-
-    def __call__(self, level: str, key: str, text: str) -> None:
-        now = time.monotonic()
-        with self._lock:
-            last, held = self._last.get(key, (None, 0))
-            if last is not None and now - last < self._period:
-                self._last[key] = (last, held + 1)
-                return
-            if len(self._last) > 256:
-                self._last.clear()
-            self._last[key] = (now, 0)
-        if held:
-            text += f" ({held} more like this in the last {now - last:.0f} s)"
-        # One call line per severity: rclpy's logger remembers the severity of each call
-        # site and raises ValueError if one line logs at two severities.
-        if level == "error":
-            self._logger.error(text)
-        elif level == "warning":
-            self._logger.warning(text)
-        else:
-            self._logger.info(text)
 
 
 def _joint_state(header: Header, names, q, qd, effort) -> JointState:
@@ -127,30 +79,6 @@ def _f64(a) -> array.array:
     return out
 
 
-def _first_non_finite(**arrays) -> Optional[str]:
-    """The name of the first array holding NaN or inf (None if all are finite)."""
-    for name, a in arrays.items():
-        if a is not None and not np.all(np.isfinite(a)):
-            return name
-    return None
-
-
-def _check_description(model: RobotModel) -> None:
-    """Refuse a description that parses but leaves nothing to compute (the core accepts
-    a robot whose joints are all fixed; this node would publish empty messages for it)."""
-    if model.n == 0:
-        raise URDFError("the robot description has no movable joints (every joint is "
-                        "fixed): there are no dynamics to compute")
-
-
-def _read_text(path: str) -> str:
-    try:
-        with open(path, encoding="utf-8") as f:
-            return f.read()
-    except OSError as exc:
-        raise ParameterValueError("urdf_file", f"cannot read {path!r}: {exc.strerror or exc}")
-
-
 class DynamicsNode(Node):
     """See the module docstring. ``node.snapshot`` is the current Snapshot (or None)."""
 
@@ -158,20 +86,21 @@ class DynamicsNode(Node):
         super().__init__(node_name, **kwargs)
         self._config_lock = threading.RLock()   # serialises model / parameter changes
         self._marker_lock = threading.Lock()    # markers of an old model never follow a DELETEALL
-        self._parsed: dict[tuple[str, str], RobotModel] = {}
-        self._topic_xml: Optional[str] = None   # last description received on the topic
-        self._pending: Optional[_Applied] = None
+        self._source = ModelSource(warn=self.get_logger().warning)
+        self._gate = StampGate()
+        self._pending: Optional[Applied] = None
         self._resetting = False
-        self._last_stamp_ns: Optional[int] = None
         self._last_marker_time = -float("inf")
-        self._throttled = _ThrottledLog(self.get_logger(), WARNING_PERIOD)
+        self._throttled = ThrottledLog(self.get_logger(), WARNING_PERIOD)
 
-        values = self._declare_parameters()
         try:
+            values = declare_table(self, PARAMETERS)
             check_values(values)
+        except ParameterTypeError as exc:
+            raise ConfigurationError(str(exc)) from None
         except ParameterValueError as exc:
             raise ConfigurationError(f"invalid parameter {exc}") from None
-        self._state = _Applied(None, None, MappingProxyType(values))
+        self._state = Applied(None, None, MappingProxyType(values))
 
         reliability = (ReliabilityPolicy.RELIABLE if values["joint_states_qos.reliability"]
                        == "reliable" else ReliabilityPolicy.BEST_EFFORT)
@@ -218,25 +147,6 @@ class DynamicsNode(Node):
 
     # ------------------------------------------------------------------ parameters
 
-    def _declare_parameters(self) -> dict[str, Any]:
-        values = {}
-        for spec in PARAMETERS:
-            kind = Parameter.Type(spec.type)
-            # An empty list does not tell its type: declare those by type, then set them.
-            untyped_default = isinstance(spec.default, list) and not spec.default
-            try:
-                param = self.declare_parameter(
-                    spec.name, kind if untyped_default else spec.default, spec.descriptor())
-            except InvalidParameterTypeException as exc:
-                raise ConfigurationError(
-                    f"parameter {spec.name} must be of type {kind.name} ({exc}); "
-                    "write doubles with a decimal point, e.g. 1.0 or [0.0, 0.0, -9.81]"
-                ) from None
-            if param.type_ == Parameter.Type.NOT_SET:     # no override given: the default
-                self.set_parameters([Parameter(spec.name, kind, spec.default)])
-            values[spec.name] = self.get_parameter(spec.name).value
-        return values
-
     def _validate_parameters(self, params: list[Parameter]) -> SetParametersResult:
         """on-set callback: build the whole new state; refuse with a reason, change nothing."""
         with self._config_lock:
@@ -247,7 +157,7 @@ class DynamicsNode(Node):
             self._pending = None
             try:
                 check_values(values)
-                self._pending = self._build_state(values)
+                self._pending = self._source.for_parameters(values, self._state)
             except ParameterValueError as exc:
                 return SetParametersResult(successful=False, reason=str(exc))
             except Exception as exc:  # refuse rather than let the parameter service fail
@@ -263,77 +173,25 @@ class DynamicsNode(Node):
                 pending, self._pending = self._pending, None
                 self._swap(pending)
 
-    def _description(self, values: Mapping[str, Any]) -> tuple[Optional[str], str, str]:
-        """(URDF xml or None, where it came from, the parameter responsible)."""
-        if values["robot_description"]:
-            return values["robot_description"], "parameter robot_description", "robot_description"
-        if values["urdf_file"]:
-            return _read_text(values["urdf_file"]), f"file {values['urdf_file']}", "urdf_file"
-        if self._topic_xml is not None:
-            return self._topic_xml, "topic robot_description", "robot_description"
-        return None, "", ""
-
-    def _parse(self, xml: str, root_link: str) -> RobotModel:
-        key = (xml, root_link)
-        model = self._parsed.get(key)
-        if model is None:
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always")
-                model = RobotModel.from_urdf_string(xml, root_link=root_link or None)
-            _check_description(model)
-            for warning in caught:              # e.g. MasslessLinkWarning: into the ROS log
-                self.get_logger().warning(f"robot description: {warning.message}")
-            if len(self._parsed) >= 4:          # a few recent parses, for quick switches
-                self._parsed.pop(next(iter(self._parsed)))
-            self._parsed[key] = model
-        return model
-
-    def _build_state(self, values: dict[str, Any]) -> _Applied:
-        """The state for ``values`` (strict: every value must fit the model it implies)."""
-        xml, origin, responsible = self._description(values)
-        if xml is None:
-            if self._state.snapshot is not None:
-                raise ParameterValueError(
-                    responsible or "robot_description",
-                    "this leaves no robot description (nothing received on the "
-                    "robot_description topic)")
-            return _Applied(None, None, MappingProxyType(values))
-        try:
-            full = self._parse(xml, "")
-        except ManipDynamicsError as exc:
-            raise ParameterValueError(responsible, f"robot description from {origin}: {exc}")
-        conflicts = model_conflicts(values, full, urdf_links=full.frame_names)
-        if "root_link" not in conflicts:
-            base = self._parse(xml, values["root_link"])
-            conflicts = model_conflicts(values, base)
-        if conflicts:
-            name, reason = next(iter(conflicts.items()))
-            raise ParameterValueError(name, reason)
-        try:
-            snapshot = make_snapshot(base, values)
-        except ManipDynamicsError as exc:
-            raise ParameterValueError("payload.frame", str(exc))
-        return _Applied(snapshot, base, MappingProxyType(values), origin)
-
     # ------------------------------------------------------------------ robot model
 
     def _load_initial_model(self, values: dict[str, Any]) -> None:
         try:
-            xml, origin, responsible = self._description(values)
+            desc = self._source.description(values)
         except ParameterValueError as exc:
             raise ConfigurationError(str(exc)) from None
-        if xml is None:
+        if desc is None:
             self.get_logger().info(
                 "waiting for a robot description on topic "
                 f"{self._description_sub.topic_name} (or set parameter robot_description "
                 "or urdf_file)")
             return
         try:
-            self._parse(xml, "")
+            self._source.parse(desc.xml)
         except ManipDynamicsError as exc:
-            raise ConfigurationError(
-                f"parameter {responsible}: robot description from {origin}: {exc}") from None
-        self._adopt(xml, origin)
+            raise ConfigurationError(f"parameter {desc.responsible}: robot description from "
+                                     f"{desc.origin}: {exc}") from None
+        self._adopt(desc)
 
     def _on_robot_description(self, msg: String) -> None:
         try:
@@ -347,64 +205,42 @@ class DynamicsNode(Node):
         with self._config_lock:
             values = self._state.values
             if values["robot_description"] or values["urdf_file"]:
-                self._topic_xml = xml
+                self._source.topic_xml = xml
                 which = "robot_description" if values["robot_description"] else "urdf_file"
                 self.get_logger().info(
                     f"robot_description topic: description received but not used: "
                     f"parameter {which} is set and takes precedence")
                 return
             try:
-                self._parse(xml, "")
+                self._source.parse(xml)
             except ManipDynamicsError as exc:
                 self.get_logger().error(
                     f"robot_description topic: broken robot description rejected ({exc}); "
                     + ("keeping the previous model" if self.snapshot else "still no model"))
                 return
-            self._adopt(xml, "topic robot_description")
-            self._topic_xml = xml
+            self._adopt(Description(xml, TOPIC_ORIGIN, "robot_description"))
+            self._source.topic_xml = xml
 
-    def _adopt(self, xml: str, origin: str) -> None:
-        """Use a new (parseable) description; parameters naming things it lacks are reset.
-
-        Unlike a parameter change, a description cannot be refused for not fitting the
-        parameters (it is what the robot is), so each misfit parameter goes back to its
-        default, with an error naming it; the parameter server then shows what is applied.
-        """
-        values = dict(self._state.values)
-        full = self._parse(xml, "")
-        conflicts = model_conflicts(values, full, urdf_links=full.frame_names)
-        resets = {}
-        if "root_link" in conflicts:
-            resets["root_link"] = conflicts["root_link"]
-            values["root_link"] = SPECS["root_link"].default
-        base = self._parse(xml, values["root_link"])
-        conflicts = model_conflicts(values, base)
-        resets.update(conflicts)
-        for name in conflicts:
-            values[name] = SPECS[name].default
-        try:
-            snapshot = make_snapshot(base, values)
-        except ManipDynamicsError as exc:
-            # e.g. the core refusing the payload on this model: drop the payload instead
-            self.get_logger().error(f"{origin}: {exc}")
-            resets["payload.frame"] = str(exc)
-            values["payload.frame"] = ""
-            snapshot = make_snapshot(base, values)
-        for name, reason in resets.items():
+    def _adopt(self, desc: Description) -> None:
+        """Use a new (parseable) description; parameters naming things it lacks are reset
+        to their defaults (ModelSource.for_description), each with an error naming it, so
+        the parameter server shows what is applied."""
+        new = self._source.for_description(desc, self._state.values)
+        for name, reason in new.resets.items():
             self.get_logger().error(
                 f"parameter {name} reset to {SPECS[name].default!r} for the robot description "
-                f"from {origin}: {reason}")
-        if resets:
+                f"from {desc.origin}: {reason}")
+        if new.resets:
             self._resetting = True
             try:
                 self.set_parameters_atomically(
-                    [Parameter(name, Parameter.Type(SPECS[name].type), values[name])
-                     for name in resets])
+                    [Parameter(name, Parameter.Type(SPECS[name].type), new.values[name])
+                     for name in new.resets])
             finally:
                 self._resetting = False
-        self._swap(_Applied(snapshot, base, MappingProxyType(values), origin))
+        self._swap(new)
 
-    def _swap(self, new: _Applied) -> None:
+    def _swap(self, new: Applied) -> None:
         """Make ``new`` current (one assignment); clear markers / stamp order if needed."""
         old = self._state
         model_changed = new.base_model is not old.base_model
@@ -414,7 +250,7 @@ class DynamicsNode(Node):
         with self._marker_lock:
             self._state = new
             if model_changed:
-                self._last_stamp_ns = None
+                self._gate.reset()
             if (model_changed or markers_changed) and old.snapshot is not None:
                 self._markers_pub.publish(markers.delete_all(
                     Header(stamp=self.get_clock().now().to_msg(),
@@ -436,7 +272,7 @@ class DynamicsNode(Node):
             self.get_logger().debug(f"warm-up computation failed: {exc}")
 
     def _on_time_jump(self, jump) -> None:
-        self._last_stamp_ns = None
+        self._gate.reset()
 
     # ------------------------------------------------------------------ joint states
 
@@ -459,24 +295,10 @@ class DynamicsNode(Node):
         model = snapshot.model
 
         stamp_ns = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
-        now_ns = self.get_clock().now().nanoseconds
-        max_age = float(state.values["max_state_age"])
-        if max_age > 0.0:
-            age = (now_ns - stamp_ns) * 1e-9
-            if age > max_age:
-                self._skip("stale", f"stale: its stamp is {age:.3f} s old "
-                                    f"(max_state_age = {max_age} s)")
-                return
-        ahead = (stamp_ns - now_ns) * 1e-9
-        if now_ns > 0 and ahead > FUTURE_STAMP_LIMIT:   # (sim time before /clock: 0)
-            self._skip("future", f"from the future: its stamp is {ahead:.3f} s ahead of this "
-                                 f"node's clock (limit {FUTURE_STAMP_LIMIT:.0f} s; clocks "
-                                 "not synchronised?)")
-            return
-        last = self._last_stamp_ns
-        if last is not None and stamp_ns < last:
-            self._skip("out-of-order", f"out of order: its stamp is {(last - stamp_ns) * 1e-9:.6f} "
-                                       "s older than the previous message's")
+        rejection = self._gate.check(stamp_ns, self.get_clock().now().nanoseconds,
+                                     float(state.values["max_state_age"]))
+        if rejection is not None:
+            self._skip(rejection.key, rejection.reason)
             return
 
         try:
@@ -494,24 +316,15 @@ class DynamicsNode(Node):
                 terms = model.compute_all(q, qd, snapshot.tip_frame, damping=snapshot.damping,
                                           damping_condition=snapshot.singular_condition)
                 g = terms.g
-        except InputError as exc:     # finite values so large that the results overflow
+        except NonFiniteResultError as exc:   # finite values so large that the results overflow
             self._skip("overflow", f"the dynamics overflowed: {exc}")
             return
         except ManipDynamicsError as exc:
             self._skip("compute:" + type(exc).__name__, f"the dynamics failed: {exc}", "error")
             return
-        # Finite inputs can still overflow (1e308 on a prismatic joint, qd**2 in C qd):
-        # never publish NaN or inf.
-        bad = (_first_non_finite(g=g) if terms is None else _first_non_finite(
-            g=terms.g, c=terms.c, M=terms.M, J=terms.J, Lambda=terms.Lambda, A=terms.A))
-        if bad is None and terms is not None and math.isnan(float(terms.condition_number)):
-            bad = "condition_number"                # (inf is documented: singular)
-        if bad is not None:
-            self._skip("overflow:" + bad, f"the dynamics overflowed: {bad} is not finite "
-                                          "(joint values too large?)")
-            return
+        # (the core raised NonFiniteResultError above if anything overflowed)
         self._publish(snapshot, msg.header, q, qd, np.asarray(g, dtype=float), terms)
-        self._last_stamp_ns = stamp_ns
+        self._gate.accept(stamp_ns)
         if qd is None:
             self._throttled("warning", "no-velocity",
                             "joint_states has no velocities: publishing g(q) "

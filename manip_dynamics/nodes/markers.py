@@ -2,7 +2,8 @@
 
 Nothing here creates a node or touches the middleware; only message types are imported.
 ``inertia_marker_array(snapshot, q, header)`` builds the whole MarkerArray from the core
-(``model.inertia_ellipsoid`` and ``model.frame_pose``); ``delete_all(header)`` clears it.
+(one ``model.compute_all(..., ellipsoid=True)`` for the ellipsoid and M, and
+``model.frame_pose``); ``delete_all(header)`` clears it.
 
 What is drawn (namespaces and ids are fixed, so RViz updates the markers in place)
 -------------------------------------------------------------------------------------
@@ -61,6 +62,8 @@ from scipy.spatial.transform import Rotation
 from std_msgs.msg import ColorRGBA, Header
 from visualization_msgs.msg import Marker, MarkerArray
 
+from manip_dynamics.core.errors import ManipDynamicsError
+
 ELLIPSOID_NS = "effective_inertia"
 ELLIPSOID_LABEL_NS = "effective_inertia_label"
 MASS_BARS_NS = "mass_matrix_eigenvalues"
@@ -75,7 +78,7 @@ BAR_OFFSET = 0.5             # m behind the root origin (-x)
 TEXT_HEIGHT_PER_SCALE = 0.4  # text height = 0.4 * markers.scale metres
 
 
-class MarkerError(ValueError):
+class MarkerError(ManipDynamicsError, ValueError):
     """The markers for this state would hold NaN or inf (the message says where)."""
 
 
@@ -179,7 +182,9 @@ def inertia_marker_array(snapshot, q, header: Header) -> MarkerArray:
     q = np.asarray(q, dtype=float)
     tip = snapshot.tip_frame
 
-    ellipsoid = model.inertia_ellipsoid(q, tip, linear_only=True)
+    # one bundle gives the ellipsoid and M (for the bars); the pose is kinematics only
+    terms, ellipsoid = model.compute_all(q, np.zeros_like(q), tip, linear_only=True,
+                                         ellipsoid=True)
     X_root_tip = np.asarray(model.frame_pose(q, tip), dtype=float)
     p_root_tip = X_root_tip[:3, 3]
     eigenvalues = np.asarray(ellipsoid.eigenvalues, dtype=float)
@@ -211,7 +216,7 @@ def inertia_marker_array(snapshot, q, header: Header) -> MarkerArray:
 
     n = model.n
     if options.show_mass_matrix:
-        mu = np.linalg.eigvalsh(np.asarray(model.mass_matrix(q), dtype=float))
+        mu = np.linalg.eigvalsh(np.asarray(terms.M, dtype=float))
         mu_max = float(mu.max()) if mu.size and mu.max() > 0.0 else 1.0
         cond_m = float(mu.max() / mu.min()) if mu.size and mu.min() > 0.0 else math.inf
         color = condition_color(

@@ -26,10 +26,10 @@ on). Any other exception is logged with its traceback and answered the same way:
 never raises into the executor, so a bad request can never take the node down.
 
 Never garbage: finite requests can still overflow (1e308 on a prismatic joint, a huge
-velocity squared in C qd, a payload of 1e308 kg). Before a response goes out, every float
-field is checked; NaN, or inf outside the fields documented to hold it (``MAY_BE_INF``:
-eigenvalues and condition numbers at singularities, missing URDF effort limits), turns the
-answer into ``success=false`` naming the field.
+velocity squared in C qd, a payload of 1e308 kg). The core never returns such a result: it
+raises ``NonFiniteResultError`` (a ``ManipDynamicsError``), answered ``success=false`` with
+its message; the only infinities in a response are the documented ones (eigenvalues and
+condition numbers at singularities, missing URDF effort limits).
 
 Conventions are the core's (docs/design.md): ``tau = M qdd + C qd + g + tau_fr - J^T F``,
 vectors in the model's joint order (returned as ``joint_names``), matrices row-major.
@@ -63,7 +63,7 @@ from manip_dynamics_interfaces.srv import (
     InverseDynamics,
 )
 
-from manip_dynamics.nodes.snapshot import Snapshot
+from manip_dynamics.rules.snapshot import Snapshot
 
 NO_MODEL_MESSAGE = (
     "no robot model yet: publish the URDF on 'robot_description' or set the "
@@ -71,29 +71,8 @@ NO_MODEL_MESSAGE = (
 )
 
 
-# Response fields documented to hold inf (never NaN); every other float must be finite.
-MAY_BE_INF = {
-    GetEffectiveInertia.Response: ("eigenvalues", "condition_number"),
-    GetMassMatrix.Response: ("condition_number",),
-    GetTrajectoryTorques.Response: ("effort_limit",),
-}
-
-
-class RequestError(ValueError):
+class RequestError(ManipDynamicsError, ValueError):
     """A request the service cannot answer; the message names the field at fault."""
-
-
-def _check_finite_response(response) -> None:
-    """RequestError naming the first float field with NaN (or an undocumented inf)."""
-    may_be_inf = MAY_BE_INF.get(type(response), ())
-    for field, kind in response.get_fields_and_field_types().items():
-        if "double" not in kind:
-            continue
-        values = np.atleast_1d(np.asarray(getattr(response, field), dtype=float))
-        if np.any(np.isnan(values)) or (field not in may_be_inf
-                                        and not np.all(np.isfinite(values))):
-            raise RequestError(f"the result overflowed: {field} is not finite (the request's "
-                               "values are too large)")
 
 
 def _error_text(exc: BaseException) -> str:
@@ -255,10 +234,8 @@ class DynamicsServices:
                 return response
             try:
                 handler(snapshot, request, response)
-                _check_finite_response(response)
                 response.success = True
-            except (RequestError, InputError, UnknownFrameError, SingularConfigurationError,
-                    ManipDynamicsError) as exc:
+            except ManipDynamicsError as exc:      # RequestError and every core error
                 self._clear(response)
                 response.success = False
                 response.message = f"{name}: {_error_text(exc)}"
@@ -316,10 +293,7 @@ class DynamicsServices:
     def _get_mass_matrix(self, snapshot: Snapshot, req, res) -> None:
         model = snapshot.model
         q = joint_vector(model, req.joint_names, req.position, "position")
-        m = np.asarray(model.mass_matrix(q), dtype=float)
-        if not np.all(np.isfinite(m)):        # eigvalsh would answer NaN
-            raise RequestError("the result overflowed: mass_matrix is not finite (the "
-                               "request's values are too large)")
+        m = np.asarray(model.mass_matrix(q), dtype=float)     # finite (the core checks)
         eig = np.linalg.eigvalsh(m)
         res.joint_names = list(model.joint_names)
         res.mass_matrix = _flat(m)
@@ -355,28 +329,25 @@ class DynamicsServices:
                 f"frame {frame!r} is not a link of the model "
                 f"(links: {', '.join(model.frame_names)})"
             )
-        linear = bool(req.linear_only)
-        a = np.asarray(model.inverse_effective_inertia(q, frame, linear_only=linear))
-        ellipsoid = model.inertia_ellipsoid(q, frame, linear_only=linear)
-        singular = bool(ellipsoid.singular)
+        # one bundle: A, Lambda (damped only if near-singular) and the ellipsoid of A
+        terms, ellipsoid = model.compute_all(
+            q, np.zeros_like(q), frame, linear_only=bool(req.linear_only),
+            damping=snapshot.damping, damping_condition=snapshot.singular_condition,
+            ellipsoid=True)
+        singular = bool(terms.singular)
         if singular and snapshot.damping <= 0.0:
             raise SingularConfigurationError(
                 f"frame {frame!r} is at a singular configuration (condition number "
-                f"{ellipsoid.condition_number:.3g}) and the node's 'damping' parameter "
+                f"{terms.condition_number:.3g}) and the node's 'damping' parameter "
                 f"is 0, so no finite Lambda exists; set damping > 0"
             )
-        # exact (Cholesky solves) unless near-singular: then the damped inverse
-        lam = model.effective_inertia(q, frame, linear_only=linear, damping=snapshot.damping,
-                                      damping_condition=snapshot.singular_condition)
-        lam = np.asarray(lam, dtype=float)
-        if not (np.all(np.isfinite(lam)) and np.all(np.isfinite(a))):
-            raise ManipDynamicsError(f"core returned a non-finite Lambda at frame {frame!r}")
+        lam = np.asarray(terms.Lambda, dtype=float)
         res.dimension = int(lam.shape[0])
         res.effective_inertia = _flat(lam)
-        res.inverse_effective_inertia = _flat(a)
+        res.inverse_effective_inertia = _flat(terms.A)
         res.eigenvalues = _flat(ellipsoid.eigenvalues)
         res.eigenvectors = _flat(ellipsoid.eigenvectors)
-        res.condition_number = float(ellipsoid.condition_number)
+        res.condition_number = float(terms.condition_number)
         res.singular = singular
 
     def _get_trajectory_torques(self, snapshot: Snapshot, req, res) -> None:

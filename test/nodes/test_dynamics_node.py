@@ -357,7 +357,7 @@ def test_services_answer_while_joint_states_stream(left, module_ros_node):
 def test_every_parameter_is_declared_with_a_description(left, module_ros_node):
     from rcl_interfaces.srv import DescribeParameters
 
-    from manip_dynamics.nodes.parameters import PARAMETERS
+    from manip_dynamics.rules.dynamics_parameters import PARAMETERS
 
     names = [spec.name for spec in PARAMETERS]
     res = ros_utils.call_service(module_ros_node, DescribeParameters,
@@ -506,7 +506,7 @@ def test_marker_parameters(left):
         assert len(bars) == 7 and all(b.action == Marker.ADD for b in bars)
         # Same state, same options, built here with markers.py: the node draws exactly that.
         from manip_dynamics.nodes import markers
-        from manip_dynamics.nodes.snapshot import MarkerOptions, Snapshot
+        from manip_dynamics.rules.snapshot import MarkerOptions, Snapshot
         expected = markers.inertia_marker_array(
             Snapshot(load(PANDA), "panda_link8", PANDA_JOINTS,
                      markers=MarkerOptions(True, 0.2, True, 0.3)),
@@ -550,7 +550,7 @@ def test_max_state_age_skips_stale_messages(left):
 
 
 BAD_VALUES = [
-    ("payload.mass", -1.0, "must be >= 0"),
+    ("payload.mass", -1.0, "out of range"),          # the descriptor range
     ("payload.inertia", [1.0, 0.0, 0.0, -1.0, 0.0, 1.0], "not positive semi-definite"),
     ("payload.inertia", [1.0, 0.0, 0.0, 1.0, 0.0, 3.0], "triangle inequality"),
     ("payload.inertia", [1.0, 0.0, 0.0], "needs 6 values"),
@@ -569,9 +569,9 @@ BAD_VALUES = [
     ("damping", math.inf, "not finite"),
     ("singular_condition", 1.0, "must be > 1"),
     ("markers.rate", 0.0, "must be > 0"),
-    ("markers.scale", -0.1, "must be > 0"),
-    ("markers.alpha", 1.5, "must be <= 1"),
-    ("max_state_age", -1.0, "must be >= 0"),
+    ("markers.scale", -0.1, "out of range"),         # the descriptor range
+    ("markers.alpha", 1.5, "out of range"),
+    ("max_state_age", -1.0, "out of range"),
     ("joint_states_qos.reliability", "reliable", "read-only"),
     ("joint_states_qos.depth", 5, "read-only"),
     ("urdf_file", "/no/such/robot.urdf", "cannot read '/no/such/robot.urdf'"),

@@ -16,7 +16,7 @@ from scipy.spatial.transform import Rotation
 
 from manip_dynamics import RobotModel, robots
 from manip_dynamics.nodes import markers
-from manip_dynamics.nodes.snapshot import MarkerOptions, Snapshot
+from manip_dynamics.rules.snapshot import MarkerOptions, Snapshot
 
 # A generic, well-conditioned Panda configuration (inside the joint limits).
 Q_PANDA = np.array([0.3, -0.4, 0.2, -2.0, 0.3, 1.8, 0.5])

@@ -1,13 +1,14 @@
-"""The dynamics node's parameters: one table (name, type, default, description) and checks.
+"""The dynamics node's parameters: one table (name, kind, default, description, bounds)
+and the checks that relate parameters to each other and to the robot model.
 
-Everything the node needs to know about a parameter lives in ``PARAMETERS``; the node
-declares them from it and validates every change with the functions below, which are
-plain Python (no node, no middleware), so a value is judged the same way at start-up, on
-``ros2 param set`` and in tests.
+Everything the node needs to know about a parameter lives in ``PARAMETERS`` (the idiom of
+:mod:`manip_dynamics.rules.parameter_table`): the node declares them from it, rclpy
+enforces the published ranges, and the functions below judge every value the same way
+at start-up, on ``ros2 param set`` and in tests (plain Python, no middleware).
 
 Three layers of checks, all raising :class:`ParameterValueError` naming the parameter:
 
-``check_values(values)``                   types, lengths, ranges, finiteness, PSD inertia
+``check_values(values)``                   the table's bounds, lengths, PSD inertia
                                            (needs no robot model);
 ``model_conflicts(values, model, urdf)``   names that must exist in the robot model
                                            (tip_link, payload.frame, joints, root_link);
@@ -16,128 +17,98 @@ Three layers of checks, all raising :class:`ParameterValueError` naming the para
 """
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
 from typing import Any, Mapping
 
 import numpy as np
-from rcl_interfaces.msg import ParameterDescriptor, ParameterType
 
-from manip_dynamics.nodes.snapshot import MarkerOptions, Snapshot
+from manip_dynamics.rules.parameter_table import ParameterValueError, ParamSpec, check_table
+from manip_dynamics.rules.snapshot import MarkerOptions, Snapshot
+
+__all__ = ["PARAMETERS", "SPECS", "ParameterValueError", "ParamSpec", "check_values",
+           "check_inertia", "inertia_matrix", "model_conflicts", "make_snapshot"]
 
 # Inertia checks allow this much round-off (relative to the largest principal moment).
 INERTIA_TOLERANCE = 1e-9
 
-
-class ParameterValueError(ValueError):
-    """A parameter value the node refuses; ``name`` is the parameter at fault."""
-
-    def __init__(self, name: str, reason: str):
-        super().__init__(f"{name}: {reason}")
-        self.name = name
-        self.reason = reason
-
-
-@dataclass(frozen=True)
-class ParamSpec:
-    name: str
-    type: int                 # rcl_interfaces ParameterType.PARAMETER_*
-    default: Any
-    description: str
-    constraints: str = ""
-    read_only: bool = False
-
-    def descriptor(self) -> ParameterDescriptor:
-        return ParameterDescriptor(
-            name=self.name, type=self.type, description=self.description,
-            additional_constraints=self.constraints, read_only=self.read_only)
-
-
-_S, _D, _B, _I = (ParameterType.PARAMETER_STRING, ParameterType.PARAMETER_DOUBLE,
-                  ParameterType.PARAMETER_BOOL, ParameterType.PARAMETER_INTEGER)
-_DA, _SA = ParameterType.PARAMETER_DOUBLE_ARRAY, ParameterType.PARAMETER_STRING_ARRAY
-
 PARAMETERS: tuple[ParamSpec, ...] = (
-    ParamSpec("robot_description", _S, "",
+    ParamSpec("robot_description", "string", "",
               "URDF XML of the robot. When non-empty it is the robot model, and the "
               "robot_description topic is ignored.",
               "must parse as a URDF the core supports"),
-    ParamSpec("urdf_file", _S, "",
+    ParamSpec("urdf_file", "string", "",
               "Path of a URDF file, used when the robot_description parameter is empty. "
               "When non-empty the robot_description topic is ignored.",
               "readable file that parses as a URDF"),
-    ParamSpec("root_link", _S, "",
+    ParamSpec("root_link", "string", "",
               "Link taken as the model's root (base); '' = the URDF's root link. Gravity, "
               "Jacobians and Lambda are expressed in this link's axes.",
               "a link of the URDF"),
-    ParamSpec("tip_link", _S, "",
+    ParamSpec("tip_link", "string", "",
               "Frame of the task-space terms (Jacobian, Lambda, markers); '' = the model's "
               "default tip (leaf link at the end of the longest chain).",
               "a link of the model"),
-    ParamSpec("gravity", _DA, [0.0, 0.0, -9.81],
+    ParamSpec("gravity", "double_array", [0.0, 0.0, -9.81],
               "Gravity acceleration [m/s^2] in the root link's axes.",
               "3 finite values"),
-    ParamSpec("payload.frame", _S, "",
+    ParamSpec("payload.frame", "string", "",
               "Link carrying a rigid payload; '' = no payload.",
               "a link of the model"),
-    ParamSpec("payload.mass", _D, 0.0,
-              "Payload mass [kg].", ">= 0, finite"),
-    ParamSpec("payload.com", _DA, [0.0, 0.0, 0.0],
+    ParamSpec("payload.mass", "double", 0.0,
+              "Payload mass [kg].", low=0.0),
+    ParamSpec("payload.com", "double_array", [0.0, 0.0, 0.0],
               "Payload centre of mass [m] in payload.frame.", "3 finite values"),
-    ParamSpec("payload.inertia", _DA, [0.0] * 6,
+    ParamSpec("payload.inertia", "double_array", [0.0] * 6,
               "Payload inertia about its centre of mass [kg*m^2], axes of payload.frame: "
               "ixx ixy ixz iyy iyz izz.",
               "6 finite values; positive semi-definite; principal moments satisfy the "
               "triangle inequalities"),
-    ParamSpec("friction.joints", _SA, [],
+    ParamSpec("friction.joints", "string_array", [],
               "Joints whose URDF friction (<dynamics damping friction>) is overridden by "
               "friction.viscous / friction.coulomb; other joints keep the URDF values.",
               "joints of the model, no duplicates"),
-    ParamSpec("friction.viscous", _DA, [],
+    ParamSpec("friction.viscous", "double_array", [],
               "Viscous friction [N*m*s/rad or N*s/m] of friction.joints, in that order; "
               "empty = keep the URDF values.",
-              "empty or same length as friction.joints; >= 0, finite"),
-    ParamSpec("friction.coulomb", _DA, [],
+              "empty or same length as friction.joints", low=0.0),
+    ParamSpec("friction.coulomb", "double_array", [],
               "Coulomb friction [N*m or N] of friction.joints, in that order; empty = keep "
               "the URDF values.",
-              "empty or same length as friction.joints; >= 0, finite"),
-    ParamSpec("command_joints", _SA, [],
+              "empty or same length as friction.joints", low=0.0),
+    ParamSpec("command_joints", "string_array", [],
               "Joint order of ~/gravity_command (e.g. a JointGroupEffortController's "
               "joints); empty = the model's joint order.",
               "joints of the model, no duplicates (a subset is allowed)"),
-    ParamSpec("damping", _D, 1e-3,
+    ParamSpec("damping", "double", 1e-3,
               "Damping of the inverse giving Lambda near singularities.",
-              "> 0, finite"),
-    ParamSpec("singular_condition", _D, 1e6,
+              low=0.0, low_open=True),
+    ParamSpec("singular_condition", "double", 1e6,
               "cond(J M^-1 J^T) above which ~/dynamics flags near_singular.",
-              "> 1, finite"),
-    ParamSpec("markers.enabled", _B, True,
+              low=1.0, low_open=True),
+    ParamSpec("markers.enabled", "bool", True,
               "Publish ~/inertia_markers."),
-    ParamSpec("markers.rate", _D, 10.0,
-              "Maximum rate [Hz] of ~/inertia_markers.", "> 0, finite"),
-    ParamSpec("markers.scale", _D, 0.1,
+    ParamSpec("markers.rate", "double", 10.0,
+              "Maximum rate [Hz] of ~/inertia_markers.", low=0.0, low_open=True),
+    ParamSpec("markers.scale", "double", 0.1,
               "Ellipsoid size factor [m/sqrt(kg)] (see manip_dynamics.nodes.markers).",
-              "> 0, finite"),
-    ParamSpec("markers.show_mass_matrix", _B, False,
+              low=0.0, low_open=True),
+    ParamSpec("markers.show_mass_matrix", "bool", False,
               "Also draw the joint-space mass matrix eigenvalues as bars."),
-    ParamSpec("markers.alpha", _D, 0.6,
-              "Marker opacity.", "0 <= alpha <= 1"),
-    ParamSpec("joint_states_qos.reliability", _S, "best_effort",
+    ParamSpec("markers.alpha", "double", 0.6,
+              "Marker opacity.", low=0.0, high=1.0),
+    ParamSpec("joint_states_qos.reliability", "string", "best_effort",
               "Reliability of the joint_states subscription. Read at start-up only. "
               "best_effort accepts both reliable and best-effort publishers.",
-              "'best_effort' or 'reliable'", read_only=True),
-    ParamSpec("joint_states_qos.depth", _I, 10,
+              read_only=True, choices=("best_effort", "reliable")),
+    ParamSpec("joint_states_qos.depth", "integer", 10,
               "History depth of the joint_states subscription. Read at start-up only.",
-              ">= 1", read_only=True),
-    ParamSpec("max_state_age", _D, 0.0,
+              read_only=True, low=1),
+    ParamSpec("max_state_age", "double", 0.0,
               "Seconds: joint_states whose stamp is older than now - max_state_age are "
               "skipped as stale; 0 = no age check.",
-              ">= 0, finite"),
+              low=0.0),
 )
 
 SPECS: dict[str, ParamSpec] = {spec.name: spec for spec in PARAMETERS}
-
-RELIABILITIES = ("best_effort", "reliable")
 
 
 # --------------------------------------------------------------------------- model-free
@@ -150,18 +121,6 @@ def _vector(values: Mapping[str, Any], name: str, length: int | None = None) -> 
     if bad.size:
         raise ParameterValueError(name, f"element {bad[0]} is {v[bad[0]]} (must be finite)")
     return v
-
-
-def _scalar(values: Mapping[str, Any], name: str, low: float | None = None,
-            high: float | None = None, low_open: bool = False) -> float:
-    x = float(values[name])
-    if not math.isfinite(x):
-        raise ParameterValueError(name, f"{x} is not finite")
-    if low is not None and (x < low or (low_open and x == low)):
-        raise ParameterValueError(name, f"{x} must be {'>' if low_open else '>='} {low}")
-    if high is not None and x > high:
-        raise ParameterValueError(name, f"{x} must be <= {high}")
-    return x
 
 
 def _names(values: Mapping[str, Any], name: str) -> tuple[str, ...]:
@@ -179,7 +138,8 @@ def inertia_matrix(ixx, ixy, ixz, iyy, iyz, izz) -> np.ndarray:
 
 
 def check_inertia(name: str, six: np.ndarray) -> np.ndarray:
-    """3x3 inertia from ``ixx ixy ixz iyy iyz izz``; PSD and triangle inequalities."""
+    """3x3 inertia from ``ixx ixy ixz iyy iyz izz``; PSD and triangle inequalities.
+    (The one payload-inertia rule of the node: issue 9 moves it into core/inertia.py.)"""
     inertia = inertia_matrix(*six)
     moments = np.linalg.eigvalsh(inertia)          # ascending principal moments
     tol = INERTIA_TOLERANCE * max(1.0, float(np.max(np.abs(moments))))
@@ -196,8 +156,8 @@ def check_inertia(name: str, six: np.ndarray) -> np.ndarray:
 def check_values(values: Mapping[str, Any]) -> None:
     """Every check that needs no robot model. Raises ParameterValueError."""
     _vector(values, "gravity", 3)
-    _scalar(values, "payload.mass", low=0.0)
     _vector(values, "payload.com", 3)
+    check_table(SPECS, values)           # bounds, choices, finiteness: the table's
     check_inertia("payload.inertia", _vector(values, "payload.inertia", 6))
     joints = _names(values, "friction.joints")
     for name in ("friction.viscous", "friction.coulomb"):
@@ -206,22 +166,7 @@ def check_values(values: Mapping[str, Any]) -> None:
             raise ParameterValueError(
                 name, f"has {v.size} values for {len(joints)} friction.joints "
                       "(must be empty or one per joint)")
-        if np.any(v < 0):
-            raise ParameterValueError(name, f"{v[v < 0][0]} is negative (must be >= 0)")
     _names(values, "command_joints")
-    _scalar(values, "damping", low=0.0, low_open=True)
-    _scalar(values, "singular_condition", low=1.0, low_open=True)
-    _scalar(values, "markers.rate", low=0.0, low_open=True)
-    _scalar(values, "markers.scale", low=0.0, low_open=True)
-    _scalar(values, "markers.alpha", low=0.0, high=1.0)
-    _scalar(values, "max_state_age", low=0.0)
-    if values["joint_states_qos.reliability"] not in RELIABILITIES:
-        raise ParameterValueError(
-            "joint_states_qos.reliability",
-            f"{values['joint_states_qos.reliability']!r} is not one of {RELIABILITIES}")
-    if int(values["joint_states_qos.depth"]) < 1:
-        raise ParameterValueError("joint_states_qos.depth",
-                                  f"{values['joint_states_qos.depth']} must be >= 1")
 
 
 # --------------------------------------------------------------------------- model

@@ -1,0 +1,94 @@
+"""The kernels' own contracts: the bundle buffer layout, the condition-number rule, the
+body table, and unknown joint types refused (not treated as prismatic)."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from manip_dynamics import RobotModel
+from manip_dynamics.core import kernels as K
+from manip_dynamics.core.bodies import BODY, PRISMATIC, REVOLUTE, body_table
+
+from .test_model_api import chain3
+
+
+def test_bundle_views_mirror_bundle_layout():
+    """The numba views (bundle_views) and the Python layout (bundle_layout) agree field by
+    field: same names, same order, same blocks of one buffer."""
+    N, n, k = 3, 4, 6
+    width = sum(math.prod(shape) for _, shape in K.bundle_layout(n, k))
+    out = np.arange(N * width, dtype=float)
+    views = K.bundle_views(out, N, n, k)
+    assert views._fields == tuple(name for name, _ in K.bundle_layout(n, k))
+    start = 0
+    for (name, shape), view in zip(K.bundle_layout(n, k), views):
+        size = math.prod(shape)
+        expected = out[N * start:N * (start + size)].reshape((N, *shape))
+        np.testing.assert_array_equal(view, expected, err_msg=name)
+        start += size
+
+
+@pytest.mark.parametrize("w_min, w_max, k, chol_ok, expected", [
+    (1.0, 4.0, 6, True, 4.0),                        # lambda_max / lambda_min
+    (1e-3, 1.0, 3, True, 1e3),
+    (6 * 2.220446049250313e-16, 1.0, 6, True, math.inf),   # w_min <= k eps w_max
+    (7 * 2.220446049250313e-16, 1.0, 6, True, 1.0 / (7 * 2.220446049250313e-16)),
+    (0.0, 0.0, 6, True, math.inf),                   # lambda_max <= 0
+    (-1.0, -0.5, 3, True, math.inf),
+    (1.0, 2.0, 6, False, math.inf),                  # Cholesky failed
+    (-1e-20, 1.0, 6, True, math.inf),                # negative round-off
+])
+def test_condition_number_rule(w_min, w_max, k, chol_ok, expected):
+    got = K.condition_number(w_min, w_max, k, chol_ok)
+    if math.isinf(expected):
+        assert got == math.inf
+    else:
+        assert got == pytest.approx(expected, rel=1e-15)
+
+
+def test_condition_number_of_the_bundle_follows_the_rule():
+    """compute_all's condition number is lambda_max / lambda_min of A from numpy, and +inf
+    where J loses rank (A exactly singular)."""
+    arm = RobotModel.from_urdf_string(chain3())
+    rng = np.random.default_rng(3)
+    for q in rng.uniform(-2, 2, size=(5, 3)):
+        t = arm.compute_all(q, np.zeros(3), "tool", linear_only=True)
+        w = np.linalg.eigvalsh(t.A)
+        assert t.condition_number == pytest.approx(w[-1] / w[0], rel=1e-6)
+    # 6 rows of a 3-dof arm: rank 3, A singular
+    assert arm.compute_all(np.zeros(3), np.zeros(3), "tool").condition_number == math.inf
+
+
+def test_body_table_names_the_packed_columns():
+    """body_table reads the parser's packed arrays into named fields, row by row."""
+    arm = RobotModel.from_urdf_string(chain3())
+    s = arm._s
+    b = body_table(s, s.inert)
+    assert b.dtype == BODY and not b.flags.writeable
+    np.testing.assert_array_equal(b["parent"], s.topo[:, 0])
+    np.testing.assert_array_equal(b["jtype"], s.topo[:, 1])
+    np.testing.assert_array_equal(b["q_index"], s.topo[:, 2])
+    np.testing.assert_array_equal(b["axis"], s.geom[:, 0:3])
+    np.testing.assert_array_equal(b["R_tree"].reshape(-1, 9), s.geom[:, 3:12])
+    np.testing.assert_array_equal(b["p_tree"], s.geom[:, 12:15])
+    np.testing.assert_array_equal(b["mimic_multiplier"], s.geom[:, 15])
+    np.testing.assert_array_equal(b["mimic_offset"], s.geom[:, 16])
+    np.testing.assert_array_equal(b["mass"], s.inert[:, 0])
+    np.testing.assert_array_equal(b["com"], s.inert[:, 1:4])
+    np.testing.assert_array_equal(b["I_com"].reshape(-1, 9), s.inert[:, 4:13])
+    assert set(b["jtype"]) <= {REVOLUTE, PRISMATIC}
+
+
+def test_unknown_joint_type_is_refused_by_the_kernels():
+    """A body whose jtype is neither REVOLUTE nor PRISMATIC raises instead of moving as a
+    prismatic joint (the old fall-through)."""
+    arm = RobotModel.from_urdf_string(chain3())
+    bodies = arm._bodies.copy()
+    bodies["jtype"][1] = 7
+    with pytest.raises(ValueError, match="unknown joint type"):
+        K.batch_mass(bodies, np.zeros((1, 3)), np.empty((1, 3, 3)))
+    M = np.empty((1, 3, 3))
+    K.batch_mass(arm._bodies, np.zeros((1, 3)), M)          # the valid table still works
+    np.testing.assert_allclose(M[0], arm.mass_matrix(np.zeros(3)))
