@@ -157,7 +157,8 @@ def _check_states(model, q, qd, qdd):
             raise InputError(f"{name} must have the shape of q {arrays[0].shape}, got {a.shape}")
         if not np.isfinite(a).all():
             idx = tuple(np.argwhere(~np.isfinite(a))[0])
-            raise InputError(f"{name}{list(idx)} (joint {model.joint_names[idx[-1]]!r}) "
+            raise InputError(f"{name}[{', '.join(map(str, idx))}] (joint "
+                             f"{model.joint_names[idx[-1]]!r}) "
                              f"is {a[idx]}")
         arrays.append(a)
     single = arrays[0].ndim == 1
@@ -282,7 +283,9 @@ def base_parameters(model, friction=False, count=None, seed=0, tolerance=1e-8):
     Stacks Y at ``count`` random states (default: enough for 4x as many rows as columns, at
     least 50), scales every column to unit norm and takes a QR factorisation with column
     pivoting (scipy.linalg.qr, pivoting=True): W P = Q R. Column k of the pivoted order is
-    independent when |R_kk| > tolerance * |R_00|. Justification of the default 1e-8: with
+    independent when |R_kk| > tolerance * |R_00|. (A column whose norm is below 1e-10 of the
+    largest is zero up to round-off -- e.g. a first moment along the first, vertical
+    axis -- and is zeroed rather than scaled up.) Justification of the default 1e-8: with
     unit-norm columns a structurally dependent column leaves |R_kk| at round-off, about
     eps * sqrt(rows) < 1e-12; an independent one leaves the distance of its column to the
     span of the previous ones, which for generic random states is >~ 1e-4 on real arms (the
@@ -298,8 +301,10 @@ def base_parameters(model, friction=False, count=None, seed=0, tolerance=1e-8):
     q, qd, qdd = random_states(model, count, np.random.default_rng(seed))
     W = joint_torque_regressor(model, q, qd, qdd, friction).reshape(-1, p)
     norms = np.linalg.norm(W, axis=0)
-    scale = np.where(norms > 0, norms, 1.0)
-    _, R, perm = scipy.linalg.qr(W / scale, mode="economic", pivoting=True)
+    zero = norms <= 1e-10 * norms.max()       # structurally zero, up to round-off (~1e-15)
+    scale = np.where(zero, 1.0, norms)
+    _, R, perm = scipy.linalg.qr(np.where(zero, 0.0, W / scale), mode="economic",
+                                 pivoting=True)
     d = np.abs(np.diag(R))
     d = np.concatenate([d, np.zeros(p - len(d))])
     r = d / d[0] if d[0] > 0 else d
