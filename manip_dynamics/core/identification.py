@@ -202,26 +202,25 @@ def identify(model, samples, friction=True, consistent=False, base=None, prior=N
     sv = np.linalg.svd(Rw, compute_uv=False)
     cond = float(sv[0] / sv[-1]) if sv[-1] > 0 else np.inf
     scale = parameter_scale(prior, len(model.body_links), friction)
+    pi = _closest_to_prior(base.matrix, beta, prior, scale)
     if consistent:
-        pi = _consistent_fit(Rw, zw, base.matrix, prior, scale, len(model.body_links), friction)
-    else:
-        pi = _closest_to_prior(base.matrix, beta, prior, scale)
+        pi = _consistent_fit(Rw, zw, base.matrix, prior, pi, scale, len(model.body_links))
     return Identification(base, beta, np.sqrt(np.diag(cov)), cov, sigma, cond, pi,
                           base.beta(pi), consistent, friction, N * n)
 
 
 def parameter_scale(prior, nb, friction):
-    """Per-parameter scale s (p,) for the prior's metric: |prior| plus 1% of the mean |.| of
-    its kind (mass, first moments, inertias, viscous, Coulomb) over bodies/joints (+1e-9)."""
+    """Per-parameter scale s (p,) of the prior's metric: |prior| plus 1% of the mean |prior| of
+    its kind (masses, first moments, inertias, viscous, Coulomb); a kind that is all zero in
+    the prior (typically friction: URDFs rarely have it) gets scale 1 (SI units)."""
     s = np.abs(np.asarray(prior, dtype=float)).copy()
+    n = (len(s) - 10 * nb) // 2 if friction else 0
     blocks = s[:10 * nb].reshape(nb, 10)
-    for cols in (slice(0, 1), slice(1, 4), slice(4, 10)):
-        blocks[:, cols] += 0.01 * blocks[:, cols].mean() + 1e-9
-    if friction:
-        n = (len(s) - 10 * nb) // 2
-        for k in range(2):
-            part = s[10 * nb + k * n:10 * nb + (k + 1) * n]
-            part += 0.01 * part.mean() + 1e-9
+    kinds = [blocks[:, sl] for sl in (slice(0, 1), slice(1, 4), slice(4, 10))]
+    kinds += [s[10 * nb + k * n:10 * nb + (k + 1) * n] for k in range(2 if friction else 0)]
+    for part in kinds:
+        mean = part.mean() if part.size else 0.0
+        part += 0.01 * mean if mean > 0 else 1.0
     return s
 
 
@@ -279,41 +278,40 @@ def _pi_from_theta(theta):
     return pi, dpi
 
 
-def _consistent_fit(Rw, zw, B, prior, scale, nb, friction, prior_weight=1e-8):
-    """min |Rw B pi(x) - zw|^2 + lam |(pi(x) - prior) / scale|^2 over x = [theta, friction],
-    pi(theta) through P = U U^T per body (always a real rigid body), friction >= 0 (bounds).
+def _consistent_fit(Rw, zw, B, prior, start, scale, nb, weights=(1e-4, 1e-6, 1e-8, 1e-10, 1e-12)):
+    """min |Rw B pi(x) - zw|^2 + lam |(pi(x) - prior) / scale|^2 over x = [theta, phi]:
+    pi(theta) through P = U U^T per body (U upper triangular, diagonal exp(theta_d): always a
+    real rigid body), friction = phi^2 >= 0. No constraints, so Levenberg-Marquardt
+    (scipy.optimize.least_squares, method 'lm') with the analytic Jacobian.
 
     |Rw beta - zw|^2 equals the weighted-LS residual up to a constant (Rw from the QR of the
-    weighted base regressor), so the fit is exactly the weighted LS restricted to consistent
-    parameters. lam = prior_weight * mean diag((Rw B S)^T (Rw B S)) only settles the
-    directions the data cannot see, toward the prior (scipy.optimize.least_squares, 'trf')."""
+    weighted base regressor), so the fit is the weighted LS restricted to real bodies. The
+    prior term settles the directions the data cannot see; it also pulls (slightly) on the
+    identifiable ones, so lam decreases over ``weights`` (times mean diag((Rw B S)^T Rw B S)),
+    each fit warm-started from the previous: a continuation that keeps every stage well
+    conditioned and ends with a negligible pull. Starts from ``start`` (the unconstrained
+    estimate), each body moved to the nearest strictly consistent one."""
     A = Rw @ B
     nf = len(prior) - 10 * nb
-    pi0 = prior.copy()
-    theta0 = _theta_from_pi(pi0[:10 * nb].reshape(nb, 10)).ravel()
-    f0 = np.maximum(pi0[10 * nb:], 1e-9)
-    lam = prior_weight * float(np.mean(np.sum((A * scale) ** 2, axis=0)))
-    sq = np.sqrt(lam) / scale
+    theta0 = _theta_from_pi(start[:10 * nb].reshape(nb, 10)).ravel()
+    phi0 = np.sqrt(np.maximum(start[10 * nb:], 1e-6 * scale[10 * nb:]))
+    curvature = float(np.mean(np.sum((A * scale) ** 2, axis=0)))
 
     def unpack(x):
         pi_b, dpi = _pi_from_theta(x[:10 * nb].reshape(nb, 10))
-        return np.concatenate([pi_b.ravel(), x[10 * nb:]]), dpi
+        phi = x[10 * nb:]
+        D = scipy.linalg.block_diag(*dpi, np.diag(2 * phi)) if nf else \
+            scipy.linalg.block_diag(*dpi)
+        return np.concatenate([pi_b.ravel(), phi ** 2]), D
 
-    def residual(x):
-        pi, _ = unpack(x)
-        return np.concatenate([A @ pi - zw, sq * (pi - prior)])
-
-    def jac(x):
-        _, dpi = unpack(x)
-        D = scipy.linalg.block_diag(*dpi, np.eye(nf)) if nf else scipy.linalg.block_diag(*dpi)
-        return np.vstack([A @ D, sq[:, None] * D])
-
-    x0 = np.concatenate([theta0, f0])
-    lb = np.concatenate([np.full(10 * nb, -np.inf), np.zeros(nf)])
-    sol = scipy.optimize.least_squares(residual, x0, jac=jac, bounds=(lb, np.inf),
-                                       method="trf", x_scale="jac", xtol=1e-12, ftol=1e-12,
-                                       gtol=1e-12, max_nfev=2000)
-    return unpack(sol.x)[0]
+    x = np.concatenate([theta0, phi0])
+    for w in weights:
+        sq = np.sqrt(w * curvature) / scale
+        x = scipy.optimize.least_squares(
+            lambda x: np.concatenate([A @ unpack(x)[0] - zw, sq * (unpack(x)[0] - prior)]), x,
+            jac=lambda x: np.vstack([A @ unpack(x)[1], sq[:, None] * unpack(x)[1]]),
+            method="lm", xtol=1e-10, ftol=1e-10, gtol=1e-12, max_nfev=20 * len(prior)).x
+    return unpack(x)[0]
 
 
 # ----------------------------------------------------------------------------- evaluation
