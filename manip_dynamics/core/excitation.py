@@ -178,6 +178,8 @@ def optimize_excitation(model, base_frequency=0.1, harmonics=5, friction=True, s
             progress(iteration[0], math.exp(best["f"]))
 
     try:
+        if max_iter <= 0:
+            raise _Timeout
         scipy.optimize.minimize(
             objective, x0.ravel(), method="SLSQP", callback=callback,
             constraints=[{"type": "ineq", "fun": lambda xf: ub - A @ xf, "jac": lambda xf: -A}],

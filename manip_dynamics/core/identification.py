@@ -263,7 +263,7 @@ def _pi_from_theta(theta):
     nb = theta.shape[0]
     U = np.zeros((nb, 4, 4))
     vals = theta.copy()
-    vals[:, _DIAG] = np.exp(theta[:, _DIAG])
+    vals[:, _DIAG] = np.exp(np.clip(theta[:, _DIAG], -40.0, 40.0))   # no overflow on LM trials
     U[:, _TRIU[0], _TRIU[1]] = vals
     pi = parameters_from_pseudo_inertia(U @ np.swapaxes(U, 1, 2))
     dpi = np.empty((nb, 10, 10))
