@@ -3,7 +3,16 @@ from .errors import (InputError, ManipDynamicsError, InertiaWarning, MasslessLin
                      SingularConfigurationError, UnknownFrameError, UnsupportedJointError,
                      URDFError)
 from .model import DynamicsTerms, InertiaEllipsoid, RobotModel
+from .regressor import (BaseParameters, base_parameters, frame_regressor,
+                        joint_torque_regressor, model_parameters, parameter_names)
+from .identification import Identification, Samples, filter_recording, identified_urdf, identify
+from .excitation import FourierTrajectory, optimize_excitation
+from .payload import PayloadEstimate, estimate_payload
 
 __all__ = ["RobotModel", "DynamicsTerms", "InertiaEllipsoid", "ManipDynamicsError",
            "URDFError", "UnsupportedJointError", "InputError", "UnknownFrameError",
            "SingularConfigurationError", "MasslessLinkWarning", "InertiaWarning"]
+__all__ += ["BaseParameters", "base_parameters", "frame_regressor", "joint_torque_regressor",
+            "model_parameters", "parameter_names", "Identification", "Samples",
+            "filter_recording", "identified_urdf", "identify", "FourierTrajectory",
+            "optimize_excitation", "PayloadEstimate", "estimate_payload"]

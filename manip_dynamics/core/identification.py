@@ -187,26 +187,43 @@ def identify(model, samples, friction=True, consistent=False, base=None, prior=N
     if N * n <= pb:
         raise InputError(f"{N} samples x {n} joints = {N * n} equations for {pb} base "
                          "parameters: record longer")
-    beta_ols = np.linalg.lstsq(W.reshape(-1, pb), samples.tau.ravel(), rcond=None)[0]
+    beta_ols = _triangular_ls(W.reshape(-1, pb), samples.tau.ravel())[0]
     r = samples.tau - W @ beta_ols
     sigma = np.sqrt((r ** 2).sum(axis=0) / max(N - pb / n, 1.0))
     sigma = np.maximum(sigma, 1e-12 * max(sigma.max(), 1e-300) + 1e-300)
-    Ww = (W / sigma[None, :, None]).reshape(-1, pb)
-    yw = (samples.tau / sigma).ravel()
-    Qw, Rw = np.linalg.qr(Ww)
-    zw = Qw.T @ yw
-    beta = scipy.linalg.solve_triangular(Rw, zw)
-    s2 = float(((yw - Ww @ beta) ** 2).sum()) / (N * n - pb)
-    Rinv = scipy.linalg.solve_triangular(Rw, np.eye(pb))
-    cov = s2 * Rinv @ Rinv.T
+    beta, Rw, zw, rho2 = _triangular_ls((W / sigma[None, :, None]).reshape(-1, pb),
+                                        (samples.tau / sigma).ravel())
     sv = np.linalg.svd(Rw, compute_uv=False)
     cond = float(sv[0] / sv[-1]) if sv[-1] > 0 else np.inf
+    if not cond < 1e12:
+        raise InputError(f"the recording does not excite every base parameter (condition "
+                         f"number {cond:.3g}): weakest {_weakest(Rw, base)!r}; record an "
+                         "excitation trajectory (manip_dynamics.core.excitation)")
+    Rinv = scipy.linalg.solve_triangular(Rw, np.eye(pb))
+    cov = rho2 / (N * n - pb) * Rinv @ Rinv.T
     scale = parameter_scale(prior, len(model.body_links), friction)
     pi = _closest_to_prior(base.matrix, beta, prior, scale)
     if consistent:
         pi = _consistent_fit(Rw, zw, base.matrix, prior, pi, scale, len(model.body_links))
     return Identification(base, beta, np.sqrt(np.diag(cov)), cov, sigma, cond, pi,
                           base.beta(pi), consistent, friction, N * n)
+
+
+def _triangular_ls(W, y):
+    """(x, R, z, rho^2) of min |W x - y|: the R factor of the QR of [W y] is [[R, z], [0, rho]]
+    (Q is never formed), x = R^-1 z, rho^2 the residual sum of squares."""
+    p = W.shape[1]
+    Ra = np.linalg.qr(np.column_stack([W, y]), mode="r")
+    R, z = Ra[:p, :p], Ra[:p, p]
+    with np.errstate(all="ignore"):
+        x = scipy.linalg.solve_triangular(R, z, check_finite=False)
+    return x, R, z, float(Ra[p, p] ** 2)
+
+
+def _weakest(R, base):
+    """Expression of the base parameter weighing most in R's weakest singular direction."""
+    _, _, Vt = np.linalg.svd(R)
+    return base.expressions()[int(np.argmax(np.abs(Vt[-1])))]
 
 
 def parameter_scale(prior, nb, friction):
