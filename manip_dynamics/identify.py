@@ -34,6 +34,9 @@ def _parser():
                    help="keep every k-th filtered sample (default fs / (5 cutoff))")
     p.add_argument("--holdout", type=float, default=0.25,
                    help="fraction at the end kept for validation (default 0.25)")
+    p.add_argument("--min-speed", type=float, default=0.05,
+                   help="drop a joint's equations where |qd| < this, rad/s or m/s (stick-slip "
+                        "at reversals; default 0.05)")
     p.add_argument("--no-friction", action="store_true", help="do not identify friction")
     p.add_argument("--unconstrained", action="store_true",
                    help="write the weighted-LS estimate closest to the URDF instead of the "
@@ -99,7 +102,7 @@ def run(args):
     _log(f"{base.count} base parameters of {len(base.names)} "
          f"(gap {base.r_kept:.2g} kept / {base.r_dropped:.2g} dropped)")
     result = identify(model, fit, friction, consistent=not args.unconstrained, base=base,
-                      progress=Progress("regressor"))
+                      min_speed=args.min_speed, progress=Progress("regressor"))
     xml, notes = identified_urdf(open(args.urdf, encoding="utf-8").read(), model, result.pi,
                                  friction)
     with open(args.out, "w", encoding="utf-8") as f:

@@ -171,28 +171,33 @@ def regressor_rows(model, samples, friction, progress=None, chunk=2000):
 
 
 def identify(model, samples, friction=True, consistent=False, base=None, prior=None,
-             progress=None):
+             min_speed=0.0, progress=None):
     """Identify the base parameters (and a full parameter vector) of ``model``'s structure.
 
     samples: :class:`Samples`; friction: also viscous and Coulomb coefficients per joint;
     base: a BaseParameters (default: :func:`base_parameters` of the model); prior (p,)
     parameters the unidentifiable directions are taken from (default: the model's own, i.e.
-    the URDF). Returns :class:`Identification`.
+    the URDF); min_speed (rad/s or m/s): drop the equation of joint j at the samples where
+    |qd_j| < min_speed (near velocity reversals the joint may stick, and sign(qd) is then
+    not its friction). Returns :class:`Identification`.
     """
     base = base or base_parameters(model, friction)
     prior = model_parameters(model, friction) if prior is None else np.asarray(prior, float)
     Y = regressor_rows(model, samples, friction, progress)
     W = base.regressor(Y)                                  # (N, n, p_b)
     N, n, pb = W.shape
-    if N * n <= pb:
-        raise InputError(f"{N} samples x {n} joints = {N * n} equations for {pb} base "
-                         "parameters: record longer")
-    beta_ols = _triangular_ls(W.reshape(-1, pb), samples.tau.ravel())[0]
-    r = samples.tau - W @ beta_ols
-    sigma = np.sqrt((r ** 2).sum(axis=0) / max(N - pb / n, 1.0))
+    keep = np.abs(samples.qd) >= min_speed                 # (N, n) equations used
+    rows, joint = int(keep.sum()), np.nonzero(keep)[1]
+    if rows <= pb:
+        raise InputError(f"{rows} equations ({N} samples x {n} joints, |qd| >= {min_speed}) "
+                         f"for {pb} base parameters: record longer")
+    W, y = W[keep], samples.tau[keep]                      # (rows, p_b), (rows,)
+    beta_ols = _triangular_ls(W, y)[0]
+    r2 = np.bincount(joint, (y - W @ beta_ols) ** 2, minlength=n)
+    count = keep.sum(axis=0)
+    sigma = np.sqrt(r2 / np.maximum(count * (1 - pb / rows), 1.0))
     sigma = np.maximum(sigma, 1e-12 * max(sigma.max(), 1e-300) + 1e-300)
-    beta, Rw, zw, rho2 = _triangular_ls((W / sigma[None, :, None]).reshape(-1, pb),
-                                        (samples.tau / sigma).ravel())
+    beta, Rw, zw, rho2 = _triangular_ls(W / sigma[joint, None], y / sigma[joint])
     sv = np.linalg.svd(Rw, compute_uv=False)
     cond = float(sv[0] / sv[-1]) if sv[-1] > 0 else np.inf
     if not cond < 1e12:
@@ -200,13 +205,13 @@ def identify(model, samples, friction=True, consistent=False, base=None, prior=N
                          f"number {cond:.3g}): weakest {_weakest(Rw, base)!r}; record an "
                          "excitation trajectory (manip_dynamics.core.excitation)")
     Rinv = scipy.linalg.solve_triangular(Rw, np.eye(pb))
-    cov = rho2 / (N * n - pb) * Rinv @ Rinv.T
+    cov = rho2 / (rows - pb) * Rinv @ Rinv.T
     scale = parameter_scale(prior, len(model.body_links), friction)
     pi = _closest_to_prior(base.matrix, beta, prior, scale)
     if consistent:
         pi = _consistent_fit(Rw, zw, base.matrix, prior, pi, scale, len(model.body_links))
     return Identification(base, beta, np.sqrt(np.diag(cov)), cov, sigma, cond, pi,
-                          base.beta(pi), consistent, friction, N * n)
+                          base.beta(pi), consistent, friction, rows)
 
 
 def _triangular_ls(W, y):

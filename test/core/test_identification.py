@@ -95,6 +95,18 @@ def test_filter_recording_errors():
 
 
 # ------------------------------------------------------------------ identification
+def test_min_speed_removes_the_stick_slip_bias(plant):
+    """Coulomb plant, noise-free: the equations at |qd| < 0.05 rad/s (where the light wrist
+    joints stick and slip) bias the friction and small inertial terms; without them the
+    median base-parameter error falls by more than 10x."""
+    t, q, qd, tau = plant["run"]
+    fit, _ = I.filter_recording(t, q, qd, tau).split(0.75)
+    errors = [np.median(relative_errors(I.identify(plant["model"], fit, friction=True,
+                                                   base=plant["base"], min_speed=v).beta,
+                                        plant["beta"])[0]) for v in (0.0, 0.05)]
+    assert errors[1] < errors[0] / 10 and errors[1] < 0.002, errors
+
+
 def test_noise_free_base_parameters_within_one_percent(plant):
     """Viscous-friction plant (Coulomb friction under explicit integration chatters at
     velocity reversals; see docs/identification.md). Every non-zero base parameter within
@@ -134,24 +146,27 @@ def noisy(plant):
 def test_noisy_identification_improves_held_out_torques(plant, noisy):
     fit, held, _ = noisy
     model = plant["model"]
-    result = I.identify(model, fit, friction=True, base=plant["base"])
+    result = I.identify(model, fit, friction=True, base=plant["base"], min_speed=0.05)
     assert np.isfinite(result.condition_number) and result.condition_number > 1
     assert (result.beta_std > 0).all() and result.covariance.shape == (result.base.count,) * 2
     before = I.rms_error(model.inverse_dynamics(held.q, held.qd, held.qdd, friction=True),
                          held.tau)
     after = I.rms_error(I.predicted_torques(model, result.pi, held, True), held.tau)
     assert (after < before / 5).all(), (before, after)
-    # the weighted estimate agrees with the truth within its own uncertainty on most
-    # parameters (the rest: filter bias on the tiniest ones)
+    # the weighted estimate agrees with the truth within its own uncertainty (measured: all
+    # within 4 sigma with min_speed, 84% without: Coulomb stick-slip at reversals)
     z = np.abs(result.beta - plant["beta"]) / result.beta_std
-    assert np.mean(z < 4) > 0.8, np.sort(z)
+    assert np.mean(z < 4) > 0.95, np.sort(z)
+    rel, _ = relative_errors(result.beta, plant["beta"])
+    assert np.median(rel) < 0.01, np.median(rel)
 
 
 def test_consistent_fit_is_a_real_arm_and_predicts_as_well(plant, noisy):
-    fit, held, _ = noisy
+    fit, held, sigma = noisy
     model, xml = plant["model"], plant["xml"]
-    free = I.identify(model, fit, friction=True, base=plant["base"])
-    result = I.identify(model, fit, friction=True, base=plant["base"], consistent=True)
+    free = I.identify(model, fit, friction=True, base=plant["base"], min_speed=0.05)
+    result = I.identify(model, fit, friction=True, base=plant["base"], consistent=True,
+                        min_speed=0.05)
     nb = len(model.body_links)
     bodies = result.pi[:10 * nb].reshape(nb, 10)
     assert R.physically_consistent(bodies).all()     # P >= 0 (some on the boundary: flat)
@@ -167,10 +182,10 @@ def test_consistent_fit_is_a_real_arm_and_predicts_as_well(plant, noisy):
     after_free = I.rms_error(I.predicted_torques(model, free.pi, held, True), held.tau)
     before = I.rms_error(model.inverse_dynamics(held.q, held.qd, held.qdd, friction=True),
                          held.tau)
-    # consistency costs some fit where the data (filter bias, Coulomb chatter) lean toward an
-    # unphysical point -- measured up to 1.8x the unconstrained error here -- but the
-    # result is still far better than the URDF
-    assert (after <= 2.0 * after_free + 1e-3).all(), (after, after_free)
+    # consistency costs some fit where the data (filter bias, stick-slip) lean toward an
+    # unphysical point -- measured up to 1.8x the unconstrained error, or the injected noise
+    # level on the wrist -- but the result is still far better than the URDF
+    assert (after <= 2.0 * after_free + sigma).all(), (after, after_free)
     assert (after < before / 5).all(), (after, before)
 
 
