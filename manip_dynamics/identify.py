@@ -89,9 +89,9 @@ def load_samples(args, model):
 
 
 def run(args):
-    """The pipeline; returns the report dict."""
+    """The pipeline -> (report dict, model, validation Samples, tau_urdf, tau_identified)."""
     from .core import RobotModel
-    from .core.identification import identified_urdf, identify, rms_error
+    from .core.identification import identified_urdf, identify
     from .core.regressor import base_parameters
 
     model = RobotModel.from_urdf_file(args.urdf, root_link=args.root_link)
@@ -100,31 +100,52 @@ def run(args):
     t0 = time.perf_counter()
     base = base_parameters(model, friction)
     _log(f"{base.count} base parameters of {len(base.names)} "
-         f"(gap {base.r_kept:.2g} kept / {base.r_dropped:.2g} dropped)")
+         f"(gap {base.r_kept:.2g} kept / {base.r_dropped:.2g} dropped); "
+         + ("weighted least squares" if args.unconstrained else
+            "weighted least squares, then the physically consistent fit"))
     result = identify(model, fit, friction, consistent=not args.unconstrained, base=base,
                       min_speed=args.min_speed, progress=Progress("regressor"))
-    xml, notes = identified_urdf(open(args.urdf, encoding="utf-8").read(), model, result.pi,
-                                 friction)
+    with open(args.urdf, encoding="utf-8") as f:
+        xml, notes = identified_urdf(f.read(), model, result.pi, friction)
     with open(args.out, "w", encoding="utf-8") as f:
         f.write(xml)
-    identified = RobotModel.from_urdf_string(xml, root_link=args.root_link)
-    elapsed = time.perf_counter() - t0
-    report = _report(model, identified, result, fit, held, notes, elapsed, rms_error)
-    report.update(recording=args.recording, urdf=args.urdf, out=args.out, cutoff_hz=args.cutoff)
-    return report, model, identified, fit, held
-
-
-def _report(model, identified, result, fit, held, notes, elapsed, rms_error):
     data = held if len(held) else fit
-    tau_before = model.inverse_dynamics(data.q, data.qd, data.qdd, friction=True)
-    tau_after = identified.inverse_dynamics(data.q, data.qd, data.qdd, friction=True)
+    before, after = _predictions(model, xml, args.root_link, result, data, notes)
+    report = _report(model, result, fit, held, before, after, notes,
+                     time.perf_counter() - t0)
+    report.update(recording=args.recording, urdf=args.urdf, out=args.out, cutoff_hz=args.cutoff)
+    return report, model, data, before, after
+
+
+def _predictions(model, xml, root_link, result, data, notes):
+    """(tau of the URDF, tau of the identified URDF) over ``data``; if the identified URDF
+    does not load (an unconstrained estimate that is no real body), tau = Y pi instead."""
+    from .core import ManipDynamicsError, RobotModel
+    from .core.identification import predicted_torques
+
+    before = model.inverse_dynamics(data.q, data.qd, data.qdd, friction=True)
+    try:
+        identified = RobotModel.from_urdf_string(xml, root_link=root_link)
+        after = identified.inverse_dynamics(data.q, data.qd, data.qdd, friction=True)
+    except ManipDynamicsError as e:
+        notes.append(f"the identified URDF does not load ({e}); torques predicted as Y pi")
+        pi = result.pi if result.friction else np.concatenate(
+            [result.pi, model.viscous, model.coulomb])
+        after = predicted_torques(model, pi, data, True)
+    return before, after
+
+
+def _report(model, result, fit, held, before, after, notes, elapsed):
+    from .core.identification import rms_error
+
+    data = held if len(held) else fit
     beta, std = result.beta, result.beta_std
     return {
         "joint_names": list(model.joint_names),
         "fit_samples": len(fit), "held_out_samples": len(held),
         "rms_torque_error_on": "held-out" if len(held) else "fit (no held-out data)",
-        "rms_before": rms_error(tau_before, data.tau).tolist(),
-        "rms_after": rms_error(tau_after, data.tau).tolist(),
+        "rms_before": rms_error(before, data.tau).tolist(),
+        "rms_after": rms_error(after, data.tau).tolist(),
         "condition_number": result.condition_number,
         "sigma_joint": result.sigma_joint.tolist(),
         "consistent": result.consistent, "friction": result.friction,
@@ -137,23 +158,21 @@ def _report(model, identified, result, fit, held, notes, elapsed, rms_error):
     }
 
 
-def plot(path, model, identified, samples):
+def plot(path, joint_names, samples, before, after):
     """Measured tau against the URDF's and the identified model's predictions, per joint."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    before = model.inverse_dynamics(samples.q, samples.qd, samples.qdd, friction=True)
-    after = identified.inverse_dynamics(samples.q, samples.qd, samples.qdd, friction=True)
-    n = model.n
+    n = len(joint_names)
     fig, axes = plt.subplots(n, 1, figsize=(9, 1.8 * n + 0.6), sharex=True, squeeze=False)
     for j, ax in enumerate(axes[:, 0]):
         ax.plot(samples.t, samples.tau[:, j], "k", lw=1.4, label="measured")
         ax.plot(samples.t, before[:, j], "r--", lw=0.9, label="URDF")
         ax.plot(samples.t, after[:, j], "b", lw=0.9, label="identified")
-        ax.set_ylabel(f"{model.joint_names[j]}\nN m", fontsize=7)
+        ax.set_ylabel(f"{joint_names[j]}\nN m", fontsize=7)
     axes[0, 0].legend(loc="upper right", fontsize=7, ncol=3)
-    axes[-1, 0].set_xlabel("t (s), held-out data")
+    axes[-1, 0].set_xlabel("t (s), validation data")
     fig.tight_layout()
     fig.savefig(path, dpi=90)
     plt.close(fig)
@@ -176,7 +195,7 @@ def main(argv=None):
     args = _parser().parse_args(argv)
     from .core.errors import ManipDynamicsError
     try:
-        report, model, identified, fit, held = run(args)
+        report, model, data, before, after = run(args)
     except (ManipDynamicsError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
@@ -184,7 +203,7 @@ def main(argv=None):
     with open(args.report or stem + ".report.json", "w", encoding="utf-8") as f:
         json.dump(report, f, indent=1)
     if not args.no_plot:
-        plot(args.plot or stem + ".torques.png", model, identified, held if len(held) else fit)
+        plot(args.plot or stem + ".torques.png", model.joint_names, data, before, after)
     _print_summary(report)
     return 0
 

@@ -192,18 +192,16 @@ def identify(model, samples, friction=True, consistent=False, base=None, prior=N
         raise InputError(f"{rows} equations ({N} samples x {n} joints, |qd| >= {min_speed}) "
                          f"for {pb} base parameters: record longer")
     W, y = W[keep], samples.tau[keep]                      # (rows, p_b), (rows,)
-    beta_ols = _triangular_ls(W, y)[0]
+    R0, z0, _ = _qr_ls(W, y)
+    _check_excitation(R0, base)
+    beta_ols = scipy.linalg.solve_triangular(R0, z0)
     r2 = np.bincount(joint, (y - W @ beta_ols) ** 2, minlength=n)
     count = keep.sum(axis=0)
     sigma = np.sqrt(r2 / np.maximum(count * (1 - pb / rows), 1.0))
     sigma = np.maximum(sigma, 1e-12 * max(sigma.max(), 1e-300) + 1e-300)
-    beta, Rw, zw, rho2 = _triangular_ls(W / sigma[joint, None], y / sigma[joint])
-    sv = np.linalg.svd(Rw, compute_uv=False)
-    cond = float(sv[0] / sv[-1]) if sv[-1] > 0 else np.inf
-    if not cond < 1e12:
-        raise InputError(f"the recording does not excite every base parameter (condition "
-                         f"number {cond:.3g}): weakest {_weakest(Rw, base)!r}; record an "
-                         "excitation trajectory (manip_dynamics.core.excitation)")
+    Rw, zw, rho2 = _qr_ls(W / sigma[joint, None], y / sigma[joint])
+    cond = _check_excitation(Rw, base)
+    beta = scipy.linalg.solve_triangular(Rw, zw)
     Rinv = scipy.linalg.solve_triangular(Rw, np.eye(pb))
     cov = rho2 / (rows - pb) * Rinv @ Rinv.T
     scale = parameter_scale(prior, len(model.body_links), friction)
@@ -214,21 +212,25 @@ def identify(model, samples, friction=True, consistent=False, base=None, prior=N
                           base.beta(pi), consistent, friction, rows)
 
 
-def _triangular_ls(W, y):
-    """(x, R, z, rho^2) of min |W x - y|: the R factor of the QR of [W y] is [[R, z], [0, rho]]
-    (Q is never formed), x = R^-1 z, rho^2 the residual sum of squares."""
+def _qr_ls(W, y):
+    """(R, z, rho^2) for min |W x - y| (x = R^-1 z): the R factor of the QR of [W y] is
+    [[R, z], [0, rho]] (Q is never formed), rho^2 the residual sum of squares."""
     p = W.shape[1]
     Ra = np.linalg.qr(np.column_stack([W, y]), mode="r")
-    R, z = Ra[:p, :p], Ra[:p, p]
-    with np.errstate(all="ignore"):
-        x = scipy.linalg.solve_triangular(R, z, check_finite=False)
-    return x, R, z, float(Ra[p, p] ** 2)
+    return Ra[:p, :p], Ra[:p, p], float(Ra[p, p] ** 2)
 
 
-def _weakest(R, base):
-    """Expression of the base parameter weighing most in R's weakest singular direction."""
-    _, _, Vt = np.linalg.svd(R)
-    return base.expressions()[int(np.argmax(np.abs(Vt[-1])))]
+def _check_excitation(R, base):
+    """cond(R) (= cond of the regressor); InputError naming the base parameter weighing most
+    in the weakest singular direction if it exceeds 1e12 (not excited by the recording)."""
+    _, sv, Vt = np.linalg.svd(R)
+    cond = float(sv[0] / sv[-1]) if sv[-1] > 0 else np.inf
+    if not cond < 1e12:
+        weakest = base.expressions()[int(np.argmax(np.abs(Vt[-1])))]
+        raise InputError(f"the recording does not excite every base parameter (condition "
+                         f"number {cond:.3g}): weakest {weakest!r}; record an excitation "
+                         "trajectory (manip_dynamics.core.excitation)")
+    return cond
 
 
 def parameter_scale(prior, nb, friction):

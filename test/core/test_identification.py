@@ -246,3 +246,17 @@ def test_payload_needs_two_orientations():
     tau = model.with_payload("panda_link8", 1.0, (0.0, 0.0, 0.05)).gravity_torques(q)
     with pytest.raises(InputError, match="do not determine"):
         P.estimate_payload(model, "panda_link8", q, tau)
+
+
+def test_a_recording_that_excites_too_little_is_refused(plant):
+    """Only joint 1 moves: most base parameters are invisible; the error names one."""
+    model = plant["model"]
+    t = np.arange(0.0, 4.0, 1e-3)
+    q = np.zeros((len(t), model.n))
+    q[:, 3] = -1.5
+    q[:, 0] = 0.5 * np.sin(2 * np.pi * 0.5 * t)
+    tau = model.inverse_dynamics(q, np.gradient(q, t, axis=0),
+                                 np.gradient(np.gradient(q, t, axis=0), t, axis=0))
+    samples = I.filter_recording(t, q, None, tau)
+    with pytest.raises(InputError, match="does not excite every base parameter"):
+        I.identify(model, samples, friction=True, base=plant["base"])
