@@ -3,7 +3,7 @@
 Pipeline (docs/identification.md has the math):
 
 1. :func:`filter_recording`: resample onto a uniform grid if needed, zero-phase low-pass
-   (Butterworth + ``scipy.signal.filtfilt``) of q, qd and tau with the SAME filter, qdd by
+   (Butterworth + ``scipy.signal.sosfiltfilt``) of q, qd and tau with the SAME filter, qdd by
    central differences of the filtered qd, trim the edges, decimate.
 2. :func:`identify`: base regressor W (rows stacked over samples and joints), ordinary
    least squares, per-joint noise sigma_j from its residuals, weighted least squares with
@@ -138,7 +138,8 @@ class Identification:
     estimated from the ordinary-LS residual (N m); condition_number of the weighted base
     regressor; pi (p,) full parameters (consistent fit if ``consistent``); beta_of_pi
     (p_b,) = B pi (differs from beta only for a consistent fit); friction: whether pi ends
-    with [viscous, coulomb]; rows: equations used (samples x joints)."""
+    with [viscous, coulomb]; rows: equations used (samples x joints, minus those below
+    min_speed)."""
 
     base: object
     beta: np.ndarray
