@@ -8,8 +8,18 @@ from .core import (DynamicsTerms, InertiaEllipsoid, InputError, ManipDynamicsErr
                    InertiaWarning, MasslessLinkWarning, NonFiniteResultError, RobotModel,
                    SingularConfigurationError,
                    UnknownFrameError, UnsupportedJointError, URDFError)
+# identification API (``identify`` itself stays in manip_dynamics.core: the package name
+# ``manip_dynamics.identify`` is the CLI module, python -m manip_dynamics.identify)
+from .core import (BaseParameters, FourierTrajectory, Identification, PayloadEstimate,
+                   Samples, base_parameters, estimate_payload, filter_recording,
+                   frame_regressor, identified_urdf, joint_torque_regressor,
+                   model_parameters, optimize_excitation, parameter_names)
 
 __all__ = ["RobotModel", "DynamicsTerms", "InertiaEllipsoid", "ManipDynamicsError",
            "URDFError", "UnsupportedJointError", "InputError", "UnknownFrameError",
            "SingularConfigurationError", "NonFiniteResultError", "MasslessLinkWarning", "InertiaWarning"]
 __all__ += ["MomentumObserver", "ContactDetector", "tip_wrench", "contact_point"]
+__all__ += ["BaseParameters", "base_parameters", "frame_regressor", "joint_torque_regressor",
+            "model_parameters", "parameter_names", "Identification", "Samples",
+            "filter_recording", "identified_urdf", "FourierTrajectory",
+            "optimize_excitation", "PayloadEstimate", "estimate_payload"]

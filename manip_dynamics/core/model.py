@@ -143,6 +143,24 @@ class RobotModel:
         """dict frame -> (mass, com (3,) in frame axes, inertia (3, 3) about com, frame axes)."""
         return dict(self._payloads)
 
+    # ---- moving bodies (identification, manip_dynamics.core.regressor)
+    body_links = property(lambda self: self._s.body_links, doc=(
+        "link of each moving body, depth-first: the child link of each revolute / continuous / "
+        "prismatic joint (mimic joints included); links below it on fixed joints are lumped into "
+        "it. The body frame is that link's frame."))
+
+    def frame_body(self, frame):
+        """(b, X_body_frame): index into body_links of the body carrying link ``frame`` (-1 if
+        fixed to the root) and the link's constant 4x4 pose in that body's frame (a copy)."""
+        b, X = self._frame(frame)
+        return b, X.copy()
+
+    def body_inertias(self):
+        """(mass (nb,), com (nb, 3), I_com (nb, 3, 3)) of each body, lumped links and payloads
+        included; com and I_com (about the com) in the body frame's axes. Copies."""
+        inert = self._inert
+        return inert[:, 0].copy(), inert[:, 1:4].copy(), inert[:, 4:13].reshape(-1, 3, 3).copy()
+
     def __repr__(self):
         return (f"RobotModel(n={self.n}, root={self.root_link!r}, tip={self.default_tip!r}, "
                 f"joints={self.joint_names})")

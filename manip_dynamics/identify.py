@@ -1,0 +1,212 @@
+"""Identify an arm's inertial parameters from a joint_states recording (ROS-free CLI).
+
+    python -m manip_dynamics.identify RECORDING.mcap --urdf ARM.urdf --out IDENTIFIED.urdf
+
+RECORDING: a rosbag2 MCAP file with sensor_msgs/JointState on ``--topic`` (position and
+effort required, velocity optional), e.g. ``ros2 bag record -s mcap /joint_states`` or
+:func:`manip_dynamics.recording.write_joint_states`. Writes the identified URDF (same links
+and joints, new ``<inertial>`` and ``<dynamics>`` values), a JSON report next to it
+(``--report``) and a plot of measured against predicted torques (``--plot``). The last
+``--holdout`` fraction of the recording is never fitted: the RMS torque errors before
+(URDF) and after (identified URDF) are measured on it. Progress goes to stderr.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+
+import numpy as np
+
+
+def _parser():
+    p = argparse.ArgumentParser(prog="python -m manip_dynamics.identify", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("recording", help="rosbag2 MCAP file with sensor_msgs/JointState")
+    p.add_argument("--urdf", required=True, help="the arm's URDF (the prior and the structure)")
+    p.add_argument("--out", required=True, help="identified URDF to write")
+    p.add_argument("--topic", default="/joint_states")
+    p.add_argument("--root-link", default=None)
+    p.add_argument("--cutoff", type=float, default=10.0, help="low-pass cutoff, Hz (default 10)")
+    p.add_argument("--decimate", type=int, default=None,
+                   help="keep every k-th filtered sample (default fs / (5 cutoff))")
+    p.add_argument("--holdout", type=float, default=0.25,
+                   help="fraction at the end kept for validation (default 0.25)")
+    p.add_argument("--min-speed", type=float, default=0.05,
+                   help="drop a joint's equations where |qd| < this, rad/s or m/s (stick-slip "
+                        "at reversals; default 0.05)")
+    p.add_argument("--no-friction", action="store_true", help="do not identify friction")
+    p.add_argument("--unconstrained", action="store_true",
+                   help="write the weighted-LS estimate closest to the URDF instead of the "
+                        "physically consistent fit (may not be a real body)")
+    p.add_argument("--report", default=None, help="JSON report (default: OUT.report.json)")
+    p.add_argument("--plot", default=None, help="PNG plot (default: OUT.torques.png)")
+    p.add_argument("--no-plot", action="store_true")
+    return p
+
+
+class Progress:
+    """Plain-text progress bar on stderr: '\\r' updates on a terminal, a line per 25% else."""
+
+    def __init__(self, label, stream=sys.stderr):
+        self.label, self.stream, self.last = label, stream, -1
+        self.tty = hasattr(stream, "isatty") and stream.isatty()
+
+    def __call__(self, done, total):
+        pct = int(100 * done / max(total, 1))
+        if self.tty:
+            bar = "#" * (pct // 5)
+            self.stream.write(f"\r{self.label} [{bar:<20}] {pct:3d}% ({done}/{total})")
+            if done >= total:
+                self.stream.write("\n")
+        elif pct // 25 > self.last // 25 or done >= total:
+            self.stream.write(f"{self.label}: {pct}% ({done}/{total})\n")
+        self.last = pct
+        self.stream.flush()
+
+
+def _log(text):
+    print(text, file=sys.stderr, flush=True)
+
+
+def load_samples(args, model):
+    """-> (fit Samples, held-out Samples) from the recording (filter, decimate, split)."""
+    from .core.identification import filter_recording
+    from .recording import read_joint_states
+
+    log = read_joint_states(args.recording, args.topic)
+    q, qd, tau = log.in_order(model.joint_names)
+    if tau is None:
+        raise SystemExit(f"{args.recording}: the JointState messages carry no effort")
+    _log(f"{args.recording}: {len(log.t)} messages over {log.t[-1]:.2f} s, "
+         f"{len(log.names)} joints" + ("" if qd is not None else " (no velocity: from q)"))
+    samples = filter_recording(log.t, q, qd, tau, cutoff=args.cutoff, decimate=args.decimate)
+    if not 0 <= args.holdout < 1:
+        raise SystemExit("--holdout must be in [0, 1)")
+    return samples.split(1.0 - args.holdout)
+
+
+def run(args):
+    """The pipeline -> (report dict, model, validation Samples, tau_urdf, tau_identified)."""
+    from .core import RobotModel
+    from .core.identification import identified_urdf, identify
+    from .core.regressor import base_parameters
+
+    model = RobotModel.from_urdf_file(args.urdf, root_link=args.root_link)
+    fit, held = load_samples(args, model)
+    friction = not args.no_friction
+    t0 = time.perf_counter()
+    base = base_parameters(model, friction)
+    _log(f"{base.count} base parameters of {len(base.names)} "
+         f"(gap {base.r_kept:.2g} kept / {base.r_dropped:.2g} dropped); "
+         + ("weighted least squares" if args.unconstrained else
+            "weighted least squares, then the physically consistent fit"))
+    result = identify(model, fit, friction, consistent=not args.unconstrained, base=base,
+                      min_speed=args.min_speed, progress=Progress("regressor"))
+    with open(args.urdf, encoding="utf-8") as f:
+        xml, notes = identified_urdf(f.read(), model, result.pi, friction)
+    with open(args.out, "w", encoding="utf-8") as f:
+        f.write(xml)
+    data = held if len(held) else fit
+    before, after = _predictions(model, xml, args.root_link, result, data, notes)
+    report = _report(model, result, fit, held, before, after, notes,
+                     time.perf_counter() - t0)
+    report.update(recording=args.recording, urdf=args.urdf, out=args.out, cutoff_hz=args.cutoff)
+    return report, model, data, before, after
+
+
+def _predictions(model, xml, root_link, result, data, notes):
+    """(tau of the URDF, tau of the identified URDF) over ``data``; if the identified URDF
+    does not load (an unconstrained estimate that is no real body), tau = Y pi instead."""
+    from .core import ManipDynamicsError, RobotModel
+    from .core.identification import predicted_torques
+
+    before = model.inverse_dynamics(data.q, data.qd, data.qdd, friction=True)
+    try:
+        identified = RobotModel.from_urdf_string(xml, root_link=root_link)
+        after = identified.inverse_dynamics(data.q, data.qd, data.qdd, friction=True)
+    except ManipDynamicsError as e:
+        notes.append(f"the identified URDF does not load ({e}); torques predicted as Y pi")
+        pi = result.pi if result.friction else np.concatenate(
+            [result.pi, model.viscous, model.coulomb])
+        after = predicted_torques(model, pi, data, True)
+    return before, after
+
+
+def _report(model, result, fit, held, before, after, notes, elapsed):
+    from .core.identification import rms_error
+
+    data = held if len(held) else fit
+    beta, std = result.beta, result.beta_std
+    return {
+        "joint_names": list(model.joint_names),
+        "fit_samples": len(fit), "held_out_samples": len(held),
+        "rms_torque_error_on": "held-out" if len(held) else "fit (no held-out data)",
+        "rms_before": rms_error(before, data.tau).tolist(),
+        "rms_after": rms_error(after, data.tau).tolist(),
+        "condition_number": result.condition_number,
+        "sigma_joint": result.sigma_joint.tolist(),
+        "consistent": result.consistent, "friction": result.friction,
+        "base_parameters": [
+            {"expression": e, "value": float(b), "std": float(s),
+             "relative_std_percent": float(100 * s / abs(b)) if b else None,
+             "value_written": float(w)}
+            for e, b, s, w in zip(result.base.expressions(), beta, std, result.beta_of_pi)],
+        "notes": notes, "seconds": elapsed,
+    }
+
+
+def plot(path, joint_names, samples, before, after):
+    """Measured tau against the URDF's and the identified model's predictions, per joint."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    n = len(joint_names)
+    fig, axes = plt.subplots(n, 1, figsize=(9, 1.8 * n + 0.6), sharex=True, squeeze=False)
+    for j, ax in enumerate(axes[:, 0]):
+        ax.plot(samples.t, samples.tau[:, j], "k", lw=1.4, label="measured")
+        ax.plot(samples.t, before[:, j], "r--", lw=0.9, label="URDF")
+        ax.plot(samples.t, after[:, j], "b", lw=0.9, label="identified")
+        ax.set_ylabel(f"{joint_names[j]}\nN m", fontsize=7)
+    axes[0, 0].legend(loc="upper right", fontsize=7, ncol=3)
+    axes[-1, 0].set_xlabel("t (s), validation data")
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+
+
+def _print_summary(report):
+    print(f"condition number of the weighted base regressor: {report['condition_number']:.4g}")
+    print(f"{'base parameter':<60} {'value':>12} {'std %':>8}")
+    for p in report["base_parameters"]:
+        rel = "-" if p["relative_std_percent"] is None else f"{p['relative_std_percent']:.3g}"
+        print(f"{p['expression'][:60]:<60} {p['value']:>12.5g} {rel:>8}")
+    print(f"RMS torque error ({report['rms_torque_error_on']}), per joint, N m:")
+    for name, b, a in zip(report["joint_names"], report["rms_before"], report["rms_after"]):
+        print(f"  {name:<24} URDF {b:10.4g}   identified {a:10.4g}")
+    for note in report["notes"]:
+        print("note:", note)
+
+
+def main(argv=None):
+    args = _parser().parse_args(argv)
+    from .core.errors import ManipDynamicsError
+    try:
+        report, model, data, before, after = run(args)
+    except (ManipDynamicsError, OSError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    stem = os.path.splitext(args.out)[0]
+    with open(args.report or stem + ".report.json", "w", encoding="utf-8") as f:
+        json.dump(report, f, indent=1)
+    if not args.no_plot:
+        plot(args.plot or stem + ".torques.png", model.joint_names, data, before, after)
+    _print_summary(report)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

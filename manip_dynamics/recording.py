@@ -1,0 +1,148 @@
+"""Joint-state recordings as rosbag2 MCAP files (sensor_msgs/msg/JointState, CDR), ROS-free.
+
+The files are what ``ros2 bag record -s mcap /joint_states`` writes: MCAP with the
+``ros2`` profile, one schema ``sensor_msgs/msg/JointState`` (encoding ``ros2msg``: the
+.msg text with its dependencies appended, each after a line of 80 ``=`` and ``MSG:
+<package>/<Name>``), a channel with message encoding ``cdr``, log times in ns. They open
+in ``ros2 bag``, Foxglove and any MCAP reader. Writing and reading go through the pure
+Python ``mcap`` and ``mcap-ros2-support`` wheels (their own CDR codec driven by the schema
+text), so no ROS installation is needed; the tests check the bytes against rclpy's own
+serialization of real sensor_msgs/JointState messages.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .core.errors import InputError
+
+TOPIC = "/joint_states"
+SCHEMA_NAME = "sensor_msgs/msg/JointState"
+_SEP = "=" * 80
+# sensor_msgs/msg/JointState and its dependencies, comments stripped (ROS 2 Kilted).
+JOINT_STATE_MSGDEF = "\n".join([
+    "std_msgs/Header header",
+    "string[] name",
+    "float64[] position",
+    "float64[] velocity",
+    "float64[] effort",
+    _SEP,
+    "MSG: std_msgs/Header",
+    "builtin_interfaces/Time stamp",
+    "string frame_id",
+    _SEP,
+    "MSG: builtin_interfaces/Time",
+    "int32 sec",
+    "uint32 nanosec",
+]) + "\n"
+
+
+@dataclass(frozen=True)
+class JointStateLog:
+    """t (N,) s since the first stamp (header stamps, integer ns subtracted first: no loss of
+    precision to the epoch), names (n,), position, velocity, effort (N, n) in ``names``
+    order; velocity / effort None when the messages carry none; start_ns: first stamp."""
+
+    t: np.ndarray
+    names: tuple
+    position: np.ndarray
+    velocity: np.ndarray | None
+    effort: np.ndarray | None
+    start_ns: int = 0
+
+    def in_order(self, joint_names):
+        """(q, qd or None, tau or None) with columns in ``joint_names`` order; InputError
+        naming the joints the log lacks."""
+        index = {nm: i for i, nm in enumerate(self.names)}
+        missing = [j for j in joint_names if j not in index]
+        if missing:
+            raise InputError(f"recording has no joints {', '.join(map(repr, missing))} "
+                             f"(it has {', '.join(map(repr, self.names))})")
+        cols = [index[j] for j in joint_names]
+        pick = lambda a: None if a is None else a[:, cols]
+        return pick(self.position), pick(self.velocity), pick(self.effort)
+
+
+def write_joint_states(path, t, names, position, velocity=None, effort=None, topic=TOPIC,
+                       frame_id=""):
+    """Write N JointState messages to a rosbag2 MCAP file at ``path``.
+
+    t (N,) s since the epoch (header.stamp and log time, rounded to ns); names (n,); position, velocity,
+    effort (N, n) (velocity / effort None: empty arrays in the messages)."""
+    from mcap_ros2.writer import Writer
+
+    t = np.asarray(t, dtype=float)
+    arrays = [None if a is None else np.asarray(a, dtype=float)
+              for a in (position, velocity, effort)]
+    for label, a in zip(("position", "velocity", "effort"), arrays):
+        if a is not None and a.shape != (len(t), len(names)):
+            raise InputError(f"{label} must have shape ({len(t)}, {len(names)}), got {a.shape}")
+    ns = np.round(t * 1e9).astype(np.int64)
+    with open(path, "wb") as f:
+        writer = Writer(f)
+        schema = writer.register_msgdef(SCHEMA_NAME, JOINT_STATE_MSGDEF)
+        for k in range(len(t)):
+            sec, nanosec = divmod(int(ns[k]), 1_000_000_000)
+            msg = {"header": {"stamp": {"sec": sec, "nanosec": nanosec}, "frame_id": frame_id},
+                   "name": list(names)}
+            for label, a in zip(("position", "velocity", "effort"), arrays):
+                msg[label] = [] if a is None else a[k].tolist()
+            writer.write_message(topic, schema, msg, log_time=int(ns[k]),
+                                 publish_time=int(ns[k]), sequence=k)
+        writer.finish()
+
+
+def read_joint_states(path, topic=TOPIC):
+    """JointStateLog of every sensor_msgs/JointState on ``topic`` in the MCAP file ``path``
+    (log-time order). Joint order from the first message; later messages may order their
+    names differently (mapped by name) but must carry the same set. t from header.stamp
+    (the log time where the stamp is zero)."""
+    from mcap.reader import make_reader
+    from mcap_ros2.decoder import DecoderFactory
+
+    rows, names, index = [], None, None
+    with open(path, "rb") as f:
+        reader = make_reader(f, decoder_factories=[DecoderFactory()])
+        for k, (schema, _, message, msg) in enumerate(
+                reader.iter_decoded_messages(topics=[topic], log_time_order=True)):
+            if schema is None or schema.name != SCHEMA_NAME:
+                raise InputError(f"{path}: topic {topic} carries "
+                                 f"{getattr(schema, 'name', None)!r}, not {SCHEMA_NAME}")
+            if names is None:
+                names = tuple(msg.name)
+                index = {nm: i for i, nm in enumerate(names)}
+            order = _order(msg.name, names, index, k)
+            stamp = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
+            rows.append((stamp if stamp > 0 else message.log_time,
+                         *(_field(getattr(msg, fld), order, k, fld, len(names))
+                           for fld in ("position", "velocity", "effort"))))
+    if not rows:
+        raise InputError(f"{path}: no sensor_msgs/JointState messages on topic {topic}")
+    ns = np.array([r[0] for r in rows], dtype=np.int64)
+    cols = []
+    for i, fld in enumerate(("position", "velocity", "effort"), start=1):
+        present = [r[i] is not None for r in rows]
+        if fld == "position" and not all(present):
+            raise InputError(f"{path}: message {present.index(False)} has no positions")
+        cols.append(np.array([r[i] for r in rows]) if all(present) else None)
+    return JointStateLog(1e-9 * (ns - ns[0]), names, *cols, start_ns=int(ns[0]))
+
+
+def _order(msg_names, names, index, k):
+    if tuple(msg_names) == names:
+        return None
+    if sorted(msg_names) != sorted(names):
+        raise InputError(f"message {k} names {list(msg_names)} differ from the first "
+                         f"message's {list(names)}")
+    return [list(msg_names).index(nm) for nm in names]
+
+
+def _field(values, order, k, fld, n):
+    """(n,) array in the first message's order, None if the message leaves it empty."""
+    if len(values) == 0:
+        return None
+    if len(values) != n:
+        raise InputError(f"message {k}: {len(values)} {fld} values for {n} joint names")
+    a = np.asarray(values, dtype=float)
+    return a if order is None else a[order]
