@@ -1,9 +1,11 @@
 # manip_dynamics: `make test` and `make demo` set everything up from nothing (see
 # docs/building.md). Set-up steps are stamped and skipped when already done.
 #
-#   make test                      set up, then run the whole suite (pytest test/)
+#   make test                      set up, then run the whole suite (pytest test/), then
+#                                  test/core again with OPENBLAS_CORETYPE=Prescott NUMBA_CPU_NAME=generic
 #   make test TESTS=test/test_smoke_ros.py PYTEST_ARGS="-k round_trip -x"
 #   make demo                      set up, then python -m manip_dynamics.demo
+#   make demo-identification       set up, then python -m manip_dynamics.demo_identification
 #   make bench                     set up, then run every benchmarks/*.py (BENCH_TIMEOUT s each)
 #   make setup                     only the set-up (venv, interfaces, editable install, kernels)
 #   make setup-render              also the Debian libraries for MuJoCo's offscreen pictures
@@ -42,15 +44,28 @@ BUILD_ENV := VIRTUAL_ENV="$(VENV_ABS)" PATH="$(VENV_ABS)/bin:$$PATH" \
 # (1..100). The test suite chooses its own in test/conftest.py.
 DOMAIN := ROS_DOMAIN_ID="$${ROS_DOMAIN_ID:-$$(( $$$$ % 100 + 1 ))}"
 
-.PHONY: test demo bench setup setup-render clean constraints
+.PHONY: test demo demo-identification bench setup setup-render clean constraints
 
 setup: $(STAMPS)/editable $(STAMPS)/interfaces $(STAMPS)/kernels
 
+# The whole suite (TESTS=test/, the default: what CI runs) is followed by a second run of
+# test/core under another BLAS kernel and numba target, so that a result that depends on
+# the CPU shows up on any machine (docs/math.md section 5). A TESTS= subset runs once.
+KERNEL_VARIANT := OPENBLAS_CORETYPE=Prescott NUMBA_CPU_NAME=generic
+
 test: setup
 	$(PY) -m pytest $(TESTS) $(PYTEST_ARGS)
+	@if [ "$(TESTS)" = "test/" ]; then \
+		echo "=== test/core again under $(KERNEL_VARIANT)"; \
+		$(KERNEL_VARIANT) $(PY) -m pytest test/core $(PYTEST_ARGS); \
+	fi
 
 demo: setup
 	$(DOMAIN) timeout --signal=INT --kill-after=15 $(DEMO_TIMEOUT) $(PY) -m manip_dynamics.demo $(DEMO_ARGS)
+
+demo-identification: setup
+	$(DOMAIN) timeout --signal=INT --kill-after=15 $(DEMO_TIMEOUT) $(PY) \
+		-m manip_dynamics.demo_identification $(DEMO_ARGS)
 
 bench: setup
 	@shopt -s nullglob; scripts=(benchmarks/*.py); \

@@ -36,6 +36,7 @@ setup(
             "dynamics_node = manip_dynamics.nodes.dynamics_node:main",
             "arm_simulator = manip_dynamics.nodes.arm_simulator:main",
             "computed_torque_controller = manip_dynamics.nodes.computed_torque_controller:main",
+            "recorder = manip_dynamics.nodes.recorder:main",
         ],
     },
 )

@@ -30,8 +30,13 @@ the cores busy one such call was seen to take 16-24 ms (a batch of 400-1000 stat
 would exceed ``--max-gb`` are left out (say so in the table). Bounded: about 1-3 minutes
 on a 2-core machine with the defaults (``--batches 1,10,1000`` for a quick look).
 
+Threads: our batched calls (N >= 128) spread their states over numba threads (default: the
+CPUs; MANIP_DYNAMICS_THREADS=1 for one), the Pinocchio loop is one Python thread. The scaling
+table is measured ``--runs`` times (default 3) and printed as ranges over the runs; the
+ratio of a run compares two measurements of that same run.
+
 Run:  PYTHONPATH=. .venv/bin/python benchmarks/bench_core.py [--n-batch 1000]
-      [--batches 1,10,1000,100000] [--no-scaling] [--no-bundle]
+      [--batches 1,10,1000,100000] [--runs 3] [--no-scaling] [--no-bundle]
 Prints times in microseconds per state and the ratios ours / Pinocchio (lower is better).
 Goals (issue 3): per-state bundle ratio <= 5 (ambition 1.5); batched per state <= 2x the
 Python loop over Pinocchio. Issue 11: single calls within 2x of Pinocchio, compute_all
@@ -44,11 +49,13 @@ import sys
 import time
 import warnings
 
+import numba
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 from manip_dynamics import RobotModel  # noqa: E402
+from manip_dynamics.core.model import get_threads  # noqa: E402
 
 ROBOTS_DIR = os.path.join(sys.prefix, "lib", f"python{sys.version_info[0]}.{sys.version_info[1]}",
                           "site-packages", "cmeel.prefix", "share", "example-robot-data", "robots")
@@ -197,11 +204,10 @@ def time_per_state(fn, N):
     return best_time(fn, repeat=25, min_time=0.1) / N
 
 
-def scaling_table(batches, max_gb, rng):
-    """Per robot and function: ours vs Pinocchio per state over the batch sizes."""
-    print("Scaling: per-state time in us, ours / Pinocchio (N = 1: one call each; N > 1: "
-          "our batched call vs a Python loop over Pinocchio)")
-    head = "".join(f" | N={N:<7d} ours     pin  ratio" for N in batches)
+def scaling_run(batches, max_gb, rng, header):
+    """One run of the scaling table: {(label, function, N): (t_ours, t_pin) per state (s)};
+    the robots' headers (n, tip, agreement) go into ``header`` (label -> str)."""
+    cells = {}
     for label, rel, mimic, tip in SCALING_ROBOTS:
         model, pm, pd, iq, iv, _, _ = load_pair(rel, mimic)
         ours, theirs = our_functions(model, tip), pin_functions(pm, pd, tip)
@@ -211,13 +217,10 @@ def scaling_table(batches, max_gb, rng):
         QP, VP = pin_states(pm, iq, iv, Q, QD)
         err = check_agree(model, ours, theirs, Q[0], QD[0], QP[0], VP[0], iv)
         assert err < 1e-8, f"{label}: ours and Pinocchio disagree by {err}"
-        print(f"\n{label}: n={model.n}, tip={tip}, max |ours - pin| {err:.1e}")
-        print(f"  {'function':<17s}{head}")
+        header[label] = f"{label}: n={model.n}, tip={tip}, max |ours - pin| {err:.1e}"
         for name in FUNCTIONS:
-            cells = []
             for N in batches:
                 if output_bytes(name, model.n, N) > max_gb * 1e9:
-                    cells.append(f" | {'(outputs > %g GB: not run)' % max_gb:<31s}")
                     continue
                 f, p = ours[name], theirs[name]
                 if N == 1:
@@ -233,10 +236,39 @@ def scaling_table(batches, max_gb, rng):
 
                     t_ours = time_per_state(lambda: f(Qn, QDn), N)
                     t_pin = time_per_state(pin_loop, N)
-                cells.append(f" | {'':9s}{t_ours * 1e6:7.2f} {t_pin * 1e6:7.2f} "
-                             f"{t_ours / t_pin:6.2f}")
-            print(f"  {name:<17s}{''.join(cells)}", flush=True)
-    print()
+                cells[label, name, N] = (t_ours, t_pin)
+        print(f"  measured {label}", flush=True)
+    return cells
+
+
+def _span(values, fmt):
+    """'lo-hi' (or one value) of the runs' values."""
+    lo, hi = min(values), max(values)
+    return fmt % lo if fmt % lo == fmt % hi else f"{fmt % lo}-{fmt % hi}"
+
+
+def print_scaling(runs, batches, max_gb, header):
+    """The scaling table over the runs: per cell the range of ours, Pinocchio (us per state)
+    and of the ratio ours / Pinocchio measured in the same run."""
+    print(f"Scaling over {len(runs)} run(s): per-state time in us, ours / Pinocchio as ranges "
+          "over the runs (N = 1: one call each; N > 1: our batched call vs a Python loop over "
+          "Pinocchio)")
+    for label, _, _, _ in SCALING_ROBOTS:
+        print(f"\n{header[label]}")
+        print(f"  {'function':<17s}" + "".join(f" | N={N:<32d}" for N in batches))
+        for name in FUNCTIONS:
+            row = []
+            for N in batches:
+                vals = [r[label, name, N] for r in runs if (label, name, N) in r]
+                if not vals:
+                    row.append(f" | {'(outputs > %g GB: not run)' % max_gb:<34s}")
+                    continue
+                ours = _span([v[0] * 1e6 for v in vals], "%.2f")
+                pin = _span([v[1] * 1e6 for v in vals], "%.2f")
+                ratio = _span([v[0] / v[1] for v in vals], "%.2f")
+                row.append(f" | {ours:>11s} {pin:>11s} {ratio:>10s}")
+            print(f"  {name:<17s}{''.join(row)}", flush=True)
+    print("  (each cell: ours us, Pinocchio us, ratio ours / Pinocchio)\n")
 
 
 def bundle_tables(n_batch, rng):
@@ -314,14 +346,26 @@ def main():
                     help="leave out scaling cells whose outputs exceed this many GB")
     ap.add_argument("--no-scaling", action="store_true", help="skip the scaling table")
     ap.add_argument("--no-bundle", action="store_true", help="skip the bundle tables")
+    ap.add_argument("--runs", type=int, default=3,
+                    help="runs of the scaling table, reported as ranges (default 3)")
     args = ap.parse_args()
     rng = np.random.default_rng(0)
     t0 = time.perf_counter()
+    print(f"threads: {get_threads()} (numba {numba.config.NUMBA_NUM_THREADS}, layer "
+          f"{numba.config.THREADING_LAYER}; MANIP_DYNAMICS_THREADS="
+          f"{os.environ.get('MANIP_DYNAMICS_THREADS', '(unset)')}); load average "
+          f"{' '.join(f'{x:.1f}' for x in os.getloadavg())} on {os.cpu_count()} CPUs")
     if not args.no_bundle:
         bundle_tables(args.n_batch, rng)
     if not args.no_scaling:
-        scaling_table([int(b) for b in args.batches.split(",")], args.max_gb, rng)
-    print(f"total time {time.perf_counter() - t0:.0f} s")
+        batches = [int(b) for b in args.batches.split(",")]
+        header, runs = {}, []
+        for run in range(args.runs):
+            print(f"scaling run {run + 1} of {args.runs}", flush=True)
+            runs.append(scaling_run(batches, args.max_gb, rng, header))
+        print_scaling(runs, batches, args.max_gb, header)
+    print(f"total time {time.perf_counter() - t0:.0f} s; load average now "
+          f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}")
 
 
 if __name__ == "__main__":

@@ -14,13 +14,20 @@ measures, per message, the time from ``publish()`` to the receipt of the matchin
 * node: ``dynamics_node`` (its own process, ``python -m manip_dynamics.nodes.dynamics_node``)
   with every output on: ~/gravity_torques, ~/coriolis_torques, ~/gravity_command,
   ~/dynamics (the reply measured), and ~/inertia_markers (10 Hz, with mass-matrix bars);
-  then the same node with markers off (``--node-phases`` picks).
+  then the same node with markers off (``--node-phases`` picks). The driver subscribes to
+  every output (the node builds only outputs someone subscribes to), taking the untimed
+  ones raw, without building Python messages, as a C++ consumer such as RViz would
+  (``--deserialize-outputs`` builds them); with ``--node-phases
+  observer,noobserver`` the joint states also carry effort (every phase of the run) and
+  the node runs with markers off, its momentum observer (contact outputs) on, then off.
 
 Phases run one after the other (never two servers at once: 2 cores), each for
 ``--seconds``, after a warm-up that waits for the first reply (numba compilation) and 1 s
 at full rate. Messages without a reply ``--grace`` s after the last publish are dropped.
 
-Per phase: latency p50 / p99 / max (ms), drops; ``age99``, the p99 of the age of the
+Per phase: latency p50 / p99 / max (ms), drops; ``lw``, the node's latest-wins skips
+(read from its /diagnostics: states it skipped on purpose because a newer one waited,
+which the driver sees as drops); ``age99``, the p99 of the age of the
 newest reply received so far, sampled at every period (what a controller reading the
 latest output sees; in periods: a node that keeps up shows about 1, a node behind its
 queue shows the queue length); ``cpu/msg``, the server process's CPU time (utime + stime
@@ -282,12 +289,16 @@ class Phase:
     """
 
     def __init__(self, node, names, q, qd, rate, reply_type, reply_topic, publisher, args):
+        from diagnostic_msgs.msg import DiagnosticArray
         from rclpy.qos import QoSProfile
         from rclpy.task import Future
         from sensor_msgs.msg import JointState
+        from std_msgs.msg import Float64MultiArray
+        from visualization_msgs.msg import MarkerArray
 
         self.node = node
         self.names, self.q, self.qd = list(names), q.tolist(), qd.tolist()
+        self.effort = getattr(args, "effort_values", None)
         self.rate = rate
         self.args = args
         self.sent: dict[int, int] = {}          # stamp ns -> perf_counter_ns at publish
@@ -302,6 +313,28 @@ class Phase:
         self.first_reply = False
         self.server_pid: int | None = None
         self.cpu = [None, None]                 # server CPU s at measure start, end
+        # dynamics_node's /diagnostics: (receipt monotonic s, total latest-wins skips)
+        self.diagnostics: list[tuple[float, int]] = []
+        self.measure_start = None
+        self.diag_sub = node.create_subscription(DiagnosticArray, "/diagnostics",
+                                                 self._diagnostics, 10)
+        # Every output has a subscriber, as in a system that uses them all (the node does
+        # not build an output nobody subscribes to): the markers as RViz would, the other
+        # per-state outputs with a callback that does nothing.
+        # raw=True (default): the driver takes the serialised bytes and does not build
+        # Python messages from them, as a C++ consumer (RViz) costs next to nothing;
+        # ``--deserialize-outputs`` builds them (a MarkerArray is ~10 Python messages,
+        # which delays this process's receipt of the replies being timed).
+        raw = not getattr(args, "deserialize_outputs", False)
+        self.markers_received = 0
+        self.output_subs = [node.create_subscription(MarkerArray,
+                                                     "/dynamics_node/inertia_markers",
+                                                     self._marker, 10, raw=raw)]
+        self.output_subs += [node.create_subscription(t, f"/dynamics_node/{name}",
+                                                      lambda msg: None, 10, raw=raw)
+                             for name, t in (("gravity_torques", JointState),
+                                             ("coriolis_torques", JointState),
+                                             ("gravity_command", Float64MultiArray))]
         self.done = Future()
         # deep reliable queue on the measuring side: the driver must not be the one dropping
         self.sub = node.create_subscription(reply_type, reply_topic, self._reply,
@@ -311,8 +344,32 @@ class Phase:
     def start(self) -> None:
         self._enter("warmup")
 
+    def _marker(self, msg) -> None:
+        if self.state == "measure":
+            self.markers_received += 1
+
+    def _diagnostics(self, msg) -> None:
+        for status in msg.status:
+            if status.hardware_id == "/dynamics_node":
+                value = {kv.key: kv.value for kv in status.values}.get("skipped: latest-wins")
+                total = 0 if value is None else int(value.split("(total ")[1].rstrip(")"))
+                self.diagnostics.append((time.monotonic(), total))
+
+    def latest_wins_skips(self):
+        """Latest-wins skips the node reported from its first report after the measurement
+        started to its last report (one after the grace period): at most the skips of
+        the measurement (up to 1 s of them may fall before the first report), so
+        ``dropped - latest_wins_skips`` is an upper bound of the middleware's drops.
+        None: no report (an echo server, or no diagnostics)."""
+        if self.measure_start is None:
+            return None
+        after = [total for t, total in self.diagnostics if t >= self.measure_start]
+        return after[-1] - after[0] if len(after) >= 2 else None
+
     def _enter(self, state: str) -> None:
         self.state, self.state_since = state, time.monotonic()
+        if state == "measure":
+            self.measure_start = self.state_since
         if state in ("measure", "grace") and self.server_pid is not None:
             try:
                 self.cpu[state == "grace"] = process_cpu_seconds(self.server_pid)
@@ -338,6 +395,8 @@ class Phase:
         msg.name = self.names
         msg.position = self.q
         msg.velocity = self.qd
+        if self.effort is not None:
+            msg.effort = self.effort
         if record:
             self.sent[stamp] = time.perf_counter_ns()
             self.published += 1
@@ -387,6 +446,8 @@ class Phase:
             "age_p99_periods": float(np.percentile(ages, 99)) if len(ages) else nan,
             "cpu_per_msg_ms": cpu / n_sent * 1e3 if n_sent else nan,
             "achieved_rate": self.published / self.args.seconds,
+            "latest_wins_skips": self.latest_wins_skips(),
+            "markers_per_s": self.markers_received / self.args.seconds,
         }
 
 
@@ -409,6 +470,13 @@ def stop_process(proc) -> None:
             proc.wait(timeout=5)
 
 
+def _wait_for_report(phase, executor, timeout: float = 2.5) -> None:
+    """Spin until the node publishes one more /diagnostics report (1 Hz) after now."""
+    n, deadline = len(phase.diagnostics), time.monotonic() + timeout
+    while len(phase.diagnostics) == n and time.monotonic() < deadline:
+        executor.spin_once(timeout_sec=0.1)
+
+
 def run_phase(label, server_args, phase, driver, executor, args, logdir):
     """Start the server, run ``phase`` at its rate until done, stop the server."""
     slug = "".join(c if c.isalnum() else "_" for c in label).strip("_")
@@ -424,6 +492,8 @@ def run_phase(label, server_args, phase, driver, executor, args, logdir):
             with open(log_path) as f:
                 log = f.read()[-3000:]
             raise RuntimeError(f"{label}: {phase.done.exception() or 'timed out'}\n{log}")
+        if phase.diagnostics:                 # a dynamics_node: its count after the grace
+            _wait_for_report(phase, executor)
     finally:
         phase.state = "done"
         driver.destroy_timer(timer)
@@ -509,15 +579,18 @@ def build_phases(args, path, rates, me):
     node = [os.path.abspath(args.node_script)] if args.node_script else [
         "-m", "manip_dynamics.nodes.dynamics_node"]
     extra = [a for p in args.node_param for a in ("-p", p)]
+    # markers on / off: outputs.inertia_markers.enabled, and for the node of before issue
+    # 11 (to compare with it: its parameter markers.enabled; a node ignores the other)
     node_args = [*node, "--ros-args", *extra,
-                 "-p", f"urdf_file:={path}", "-p", "markers.enabled:=true",
-                 "-p", "markers.show_mass_matrix:=true"]
+                 "-p", f"urdf_file:={path}", "-p", "outputs.inertia_markers.enabled:=true",
+                 "-p", "markers.enabled:=true", "-p", "markers.show_mass_matrix:=true"]
     reply = (Dynamics, "/dynamics_node/dynamics")
     phases = []
     wanted = set(args.node_phases.split(","))
-    unknown = wanted - {"markers", "nomarkers", "none", ""}
+    unknown = wanted - {"markers", "nomarkers", "observer", "noobserver", "none", ""}
     if unknown:
-        raise SystemExit(f"--node-phases: unknown {sorted(unknown)} (markers, nomarkers, none)")
+        raise SystemExit(f"--node-phases: unknown {sorted(unknown)} (markers, nomarkers, "
+                         "observer, noobserver, none)")
     for rate in rates:
         phases.append(("floor (echo, default executor)", [me, "--echo", "default"],
                        JointState, ECHO_TOPIC, rate))
@@ -534,7 +607,17 @@ def build_phases(args, path, rates, me):
         # what a message arriving right behind a marker update waits for.
         if "nomarkers" in wanted:
             phases.append(("dynamics_node, markers off",
-                           node_args[:-4] + ["-p", "markers.enabled:=false"], *reply, rate))
+                           node_args[:-6] + ["-p", "outputs.inertia_markers.enabled:=false",
+                                             "-p", "markers.enabled:=false"], *reply, rate))
+        # The contact outputs (issue 13): joint_states carry effort in every phase of
+        # the run (--node-phases observer,noobserver), the observer on or off; markers off.
+        for name, on in (("observer", "true"), ("noobserver", "false")):
+            if name in wanted:
+                phases.append((f"dynamics_node, observer {'on' if on == 'true' else 'off'}",
+                               node_args[:-6] + ["-p", "outputs.inertia_markers.enabled:=false",
+                                                 "-p", "markers.enabled:=false",
+                                                 "-p", f"observer.enabled:={on}"],
+                               *reply, rate))
     return phases
 
 
@@ -558,6 +641,9 @@ def run_all(args, path, q, qd, names, phases, logdir) -> list[dict]:
                                          logdir))
             finally:
                 driver.destroy_subscription(phase.sub)
+                driver.destroy_subscription(phase.diag_sub)
+                for sub in phase.output_subs:
+                    driver.destroy_subscription(sub)
     finally:
         executor.shutdown(timeout_sec=1.0)
         driver.destroy_node()
@@ -567,16 +653,22 @@ def run_all(args, path, q, qd, names, phases, logdir) -> list[dict]:
 
 def print_results(results, header: str) -> None:
     print(header)
-    print(f"{'phase':34s} {'rate':>5s} {'sent':>6s} {'recv':>6s} {'drop':>5s} {'p50':>7s} "
-          f"{'p99':>7s} {'max':>7s} {'age99':>6s} {'cpu/msg':>8s} {'sent/s':>7s}")
+    print(f"{'phase':34s} {'rate':>5s} {'sent':>6s} {'recv':>6s} {'drop':>5s} {'lw':>5s} "
+          f"{'p50':>7s} {'p99':>7s} {'max':>7s} {'age99':>6s} {'cpu/msg':>8s} {'sent/s':>7s} "
+          f"{'mk/s':>5s}")
     for r in results:
+        lw = r.get("latest_wins_skips")
         print(f"{r['label']:34s} {r['rate']:5.0f} {r['sent']:6d} {r['received']:6d} "
-              f"{r['dropped']:5d} {r['p50']:7.3f} {r['p99']:7.3f} {r['max']:7.2f} "
-              f"{r['age_p99_periods']:6.2f} {r['cpu_per_msg_ms']:8.4f} "
-              f"{r['achieved_rate']:7.0f}")
-    print("(latency p50/p99/max in ms; age99 = p99 of the age of the newest reply, sampled "
-          "every period, in periods; cpu/msg = server process CPU (utime + stime, all "
-          "threads) per joint_states message, ms)")
+              f"{r['dropped']:5d} {'-' if lw is None else lw:>5} {r['p50']:7.3f} "
+              f"{r['p99']:7.3f} {r['max']:7.2f} {r['age_p99_periods']:6.2f} "
+              f"{r['cpu_per_msg_ms']:8.4f} {r['achieved_rate']:7.0f} {r['markers_per_s']:5.1f}")
+    print("(latency p50/p99/max in ms, of the answered states; drop = states without a "
+          "reply; lw = of those, the node's latest-wins skips from its /diagnostics (at "
+          "most the measurement's: drop - lw bounds the middleware's drops from above); "
+          "age99 = p99 of the age of the newest reply, sampled every period, in periods; "
+          "cpu/msg = server process CPU (utime + stime, all threads) per joint_states "
+          "message, ms; mk/s = ~/inertia_markers arrays received per second, the driver "
+          "subscribing as RViz would)")
     for rate in sorted({r["rate"] for r in results}):
         same = [r for r in results if r["rate"] == rate]
         floors = [r for r in same if r["label"].startswith("floor")]
@@ -593,6 +685,13 @@ def print_results(results, header: str) -> None:
             ok = (r["p50"] <= 1.5 * best_floor["p50"] and r["p99"] <= 1.5 * best_floor["p99"]
                   and r["dropped"] == 0)
             print(f"  goal (p50, p99 <= 1.5 x floor's, no drops): {'MET' if ok else 'NOT MET'}")
+            lw = r.get("latest_wins_skips")
+            if lw is not None:
+                fresh = r["age_p99_periods"] < 3.0
+                print(f"  shedding (no drop but latest-wins skips, age99 < 3 periods): "
+                      f"{'MET' if fresh and r['dropped'] - lw <= 0 else 'NOT MET'} "
+                      f"(drops beyond latest-wins <= {max(r['dropped'] - lw, 0)}, "
+                      f"age99 {r['age_p99_periods']:.2f})")
 
 
 def main() -> int:
@@ -616,11 +715,16 @@ def main() -> int:
                     help="with --cpu-limit: keep the default cgroup weight (on a loaded "
                          "machine the group then gets less than its quota)")
     ap.add_argument("--node-phases", default="markers,nomarkers",
-                    help="which dynamics_node phases to run: markers, nomarkers or both")
+                    help="which dynamics_node phases to run (comma-separated): markers, "
+                         "nomarkers, observer, noobserver (the last two: joint_states carry "
+                         "effort in every phase, the observer on / off, markers off)")
     ap.add_argument("--seconds", type=float, default=5.0, help="measurement per phase [s]")
     ap.add_argument("--grace", type=float, default=0.5, help="wait for late replies [s]")
     ap.add_argument("--startup-timeout", type=float, default=20.0)
     ap.add_argument("--profile", action="store_true", help="profile the node's callback")
+    ap.add_argument("--deserialize-outputs", action="store_true",
+                    help="build Python messages from the outputs the driver subscribes to "
+                         "(default: take them raw, as a C++ consumer such as RViz)")
     ap.add_argument("--events-floor", action="store_true",
                     help="also measure the echo floor under rclpy's EventsExecutor")
     ap.add_argument("--executors", action="store_true",
@@ -652,6 +756,11 @@ def main() -> int:
         warnings.simplefilter("ignore")
         model = RobotModel.from_urdf_file(path)
     rates = [500.0, 1000.0, 2000.0] if args.sweep else [args.rate]
+    if {"observer", "noobserver"} & set(args.node_phases.split(",")):
+        # effort = g(q) - C(q, qd)^T qd: the observer's beta is 0 and p constant, so r = 0
+        # (contact-free: no contact-point search), the observer's every-sample cost
+        args.effort_values = (model.gravity_torques(q) - model.coriolis_matrix(q, qd).T
+                              @ qd).tolist()
     logdir = tempfile.mkdtemp(prefix="bench_node_latency_")
     phases = build_phases(args, path, rates, os.path.abspath(__file__))
     load_before = os.getloadavg()

@@ -19,10 +19,17 @@ simulator's ``paused`` / ``initial_positions`` reset and friction, the controlle
     4. friction  the same tracking with the plant's URDF damping and friction loss on,
                  which the controller's model does not know: it shows in the error
 
-Phases 1-3 have damping and friction off in the plant. It prints a table, writes
+    5. pushed    (Panda) tracking; after 1 s ``arm_simulator/apply_wrench`` pushes the
+                 flange for 1 s: the dynamics node's observer (``~/external_torques``,
+                 ``~/contact``) against the truth topic
+    6. obstacle  (Panda) computed torque drives the shoulder back: the upper arm runs into
+                 a box behind it (the simulator's obstacle)
+
+Phases 1-3, 5, 6 have damping and friction off in the plant. It prints a table, writes
 ``summary.json``, ``closed_loop.png`` (angles, errors, torques per phase),
 ``inertia_ellipsoids.png`` (the tip's translational effective inertia along the tracked
-motion, from ``~/dynamics``) and, where offscreen rendering works (EGL, see
+motion, from ``~/dynamics``), ``contact.png`` (true against estimated external joint
+torques of phases 5-6) and, where offscreen rendering works (EGL, see
 docs/simulation.md), ``arm_phases.png`` and ``arm_demo.gif`` (the arm itself, rendered by
 MuJoCo from the recorded states) into ``demo_output/``.
 
@@ -52,6 +59,14 @@ SCENARIOS = {
         frequency=[0.3, 0.35, 0.3, 0.4, 0.45, 0.4, 0.5],
         floor_height=0.0, camera=dict(lookat=(0.15, 0.0, 0.5), distance=2.2, azimuth=135.0,
                                        elevation=-15.0),
+        # contact phases: a push at a point of the flange link (off joint 7's axis) while
+        # tracking; an obstacle box behind the upper arm, which the arm runs into when
+        # commanded from start_offset to home_offset (added to q0)
+        contact=dict(link='panda_link7', force=[20.0, -10.0, 6.0], point=[0.03, 0.03, 0.05],
+                     push_at=1.0, push_for=1.0,
+                     obstacle_size=[0.04, 0.06, 0.04], obstacle_position=[-0.195, 0.0, 0.36],
+                     start_offset=[0.0, 0.3, 0.0, 0.0, 0.0, 0.0, 0.0],
+                     home_offset=[0.0, -0.5, 0.0, 0.0, 0.0, 0.0, 0.0]),
     ),
     'planar_2r': dict(
         q0=[0.3, 0.6],
@@ -65,10 +80,22 @@ SCENARIOS = {
 PHASES = (('released', 'off', 3.0, False), ('gravity', 'gravity', 4.0, False),
           ('tracking', 'computed_torque', 6.0, False),
           ('friction', 'computed_torque', 6.0, True))
+# contact phases (robots whose scenario has 'contact'): tracking and pushed, then the
+# arm commanded into the obstacle
+CONTACT_PHASES = (('pushed', 'computed_torque', 2.5, False),
+                  ('obstacle', 'computed_torque', 2.0, False))
+CONTACT_PHASE_NAMES = tuple(p[0] for p in CONTACT_PHASES)
 TRACKED = ('tracking', 'friction')
 TITLES = {'released': '1. released (tau = 0)', 'gravity': '2. gravity compensation',
           'tracking': '3. computed-torque tracking',
-          'friction': '4. tracking, plant friction on'}
+          'friction': '4. tracking, plant friction on',
+          'pushed': '5. tracking, pushed at the flange',
+          'obstacle': '6. upper arm into the obstacle'}
+# the dynamics node's observer in the demo: the simulator publishes the torque held over
+# the last period (effort timing "held"); K_O = 100 1/s; thresholds 0.2 N*m per joint
+OBSERVER = {'observer.effort_timing': 'held', 'observer.gains': '[100.0]',
+            'observer.enter_thresholds': '[0.2]'}
+K_O = 100.0
 
 
 def _ros_environment():
@@ -116,7 +143,10 @@ class Recorder:
         from rclpy.parameter_client import AsyncParameterClient
         from sensor_msgs.msg import JointState
 
-        from manip_dynamics_interfaces.msg import Dynamics
+        from std_srvs.srv import Trigger
+
+        from manip_dynamics_interfaces.msg import Contact, Dynamics
+        from manip_dynamics_interfaces.srv import ApplyWrench
 
         self.context = rclpy.Context()
         rclpy.init(context=self.context)
@@ -124,12 +154,19 @@ class Recorder:
         self.lock = threading.Lock()
         self.phase = None
         self.joint_states, self.dynamics, self.reference, self.truth = [], [], [], []
+        self.residual, self.contact = [], []     # ~/external_torques, ~/contact
         self.node.create_subscription(JointState, 'joint_states', self._on_state, 100)
         self.node.create_subscription(JointState, 'arm_simulator/external_torques',
                                       self._on_truth, 100)
         self.node.create_subscription(Dynamics, 'dynamics_node/dynamics', self._on_dynamics, 100)
         self.node.create_subscription(JointState, 'computed_torque_controller/reference',
                                       self._on_reference, 100)
+        self.node.create_subscription(JointState, 'dynamics_node/external_torques',
+                                      self._on_residual, 100)
+        self.node.create_subscription(Contact, 'dynamics_node/contact', self._on_contact, 100)
+        self.reset_client = self.node.create_client(Trigger, 'dynamics_node/reset_observer')
+        self.wrench_client = self.node.create_client(ApplyWrench, 'arm_simulator/apply_wrench')
+        self.Trigger, self.ApplyWrench = Trigger, ApplyWrench
         self.sim_params = AsyncParameterClient(self.node, 'arm_simulator')
         self.ctl_params = AsyncParameterClient(self.node, 'computed_torque_controller')
         self.executor = SingleThreadedExecutor(context=self.context)
@@ -163,6 +200,23 @@ class Recorder:
                                   np.array(msg.inverse_effective_inertia).reshape(6, 6),
                                   list(msg.joint_names)))
 
+    def _on_residual(self, msg):
+        with self.lock:
+            self.residual.append((self.phase, self._stamp(msg), np.array(msg.effort)))
+
+    def _on_contact(self, msg):
+        with self.lock:
+            self.contact.append((self.phase, self._stamp(msg), bool(msg.in_contact),
+                                 msg.isolated_link, float(msg.detection_time)))
+
+    def call(self, client, request, timeout=10.0):
+        """A service call from this thread (the executor spins in the background)."""
+        if not client.wait_for_service(timeout_sec=timeout):
+            raise TimeoutError(f'service {client.srv_name} not available')
+        future = client.call_async(request)
+        self.wait(future.done, timeout, f'{client.srv_name} to answer')
+        return future.result()
+
     def _on_reference(self, msg):
         with self.lock:
             self.reference.append((self.phase, self._stamp(msg), np.array(msg.position),
@@ -174,14 +228,20 @@ class Recorder:
         if not client.wait_for_services(timeout_sec=timeout):
             raise TimeoutError('parameter services not available')
         future = client.set_parameters_atomically(params)
-        deadline = time.monotonic() + timeout
-        while not future.done():
-            if time.monotonic() > deadline:
-                raise TimeoutError(f'setting {values} timed out')
-            time.sleep(0.01)
+        self.wait(future.done, timeout, f'setting {values}')
         result = future.result().result
         if not result.successful:
             raise RuntimeError(f'parameters {values} refused: {result.reason}')
+
+    def wait_until_running(self, procs, log_dir, timeout):
+        """Until the controller's inputs flow (the first calls JIT-compile the core);
+        RuntimeError naming the node and its log if one of ``procs`` exited."""
+        self.wait(lambda: len(self.dynamics) > 5 or any(p.poll() is not None for p in procs),
+                  timeout, 'the first Dynamics messages')
+        for p in procs:
+            if p.poll() is not None:
+                raise RuntimeError(f'{p.demo_name} exited with code {p.returncode}; '
+                                   f'see {log_dir / (p.demo_name + ".log")}')
 
     def wait(self, predicate, timeout, what):
         deadline = time.monotonic() + timeout
@@ -207,8 +267,14 @@ def _phase_parameters(q0, model, friction):
             'coulomb_friction': [float(x) for x in coulomb]}
 
 
+def phases_of(scenario):
+    """The phases the demo plays for a scenario: the contact ones only with 'contact'."""
+    return PHASES + (CONTACT_PHASES if 'contact' in scenario else ())
+
+
 def run_phases(rec, scenario, procs, model):
     q0 = [float(v) for v in scenario['q0']]
+    phases = phases_of(scenario)
 
     def alive():
         for p in procs:
@@ -219,25 +285,47 @@ def run_phases(rec, scenario, procs, model):
         with rec.lock:
             return len(rec.joint_states)
 
-    for name, mode, seconds, friction in PHASES:
+    for name, mode, seconds, friction in phases:
         alive()
+        contact = scenario.get('contact', {})
+        start_q = q0
+        if name == 'obstacle':
+            start_q = [a + b for a, b in zip(q0, contact['start_offset'])]
         # Freeze the arm at the start pose, let the loop settle on it, then release.
-        rec.set_parameters(rec.sim_params, _phase_parameters(q0, model, friction))
+        rec.set_parameters(rec.sim_params, _phase_parameters(start_q, model, friction))
         rec.set_parameters(rec.ctl_params, {'mode': 'off' if mode == 'off' else 'gravity'})
         time.sleep(0.3)
         rec.phase = name
         rec.set_parameters(rec.sim_params, {'paused': False})
         if mode == 'computed_torque':
             # Set after the release so the reference clock starts with the motion.
-            rec.set_parameters(rec.ctl_params, {
-                'home': q0, 'amplitude': [float(a) for a in scenario['amplitude']],
-                'frequency': [float(f) for f in scenario['frequency']], 'mode': mode})
+            rec.set_parameters(rec.ctl_params, _reference(name, q0, scenario))
         start = n_states()
+        # The paused arm was held by the pause, which the observer saw as external:
+        # reset it once states of the released arm flow (not on a paused state still
+        # in the pipeline).
+        rec.wait(lambda: n_states() - start >= 5, 30, 'the released arm')
+        rec.call(rec.reset_client, rec.Trigger.Request())
+        if name == 'pushed':
+            rec.wait(lambda: n_states() - start >= int(contact['push_at'] * 100), 30,
+                     'the start of the push')
+            rec.call(rec.wrench_client, rec.ApplyWrench.Request(
+                link=contact['link'], force=contact['force'], torque=[0.0] * 3,
+                point=contact['point'], duration=contact['push_for']))
         rec.wait(lambda: n_states() - start >= int(seconds * 100), seconds * 4 + 10,
                  f'{seconds} s of joint_states in phase {name}')
         alive()
         rec.phase = None
     rec.set_parameters(rec.ctl_params, {'mode': 'gravity'})
+
+
+def _reference(name, q0, scenario):
+    """The controller's parameters of a computed-torque phase."""
+    if name == 'obstacle':
+        home = [a + b for a, b in zip(q0, scenario['contact']['home_offset'])]
+        return {'home': home, 'amplitude': [0.0], 'mode': 'computed_torque'}
+    return {'home': q0, 'amplitude': [float(a) for a in scenario['amplitude']],
+            'frequency': [float(f) for f in scenario['frequency']], 'mode': 'computed_torque'}
 
 
 def _phase_numbers(rows, truth, model, q0, tip):
@@ -292,9 +380,106 @@ def analyse(rec, model, scenario, tip):
     return out, series, tracked
 
 
+def _by_phase(rows, name):
+    """{stamp: row} of one phase's rows (phase, stamp, ...)."""
+    return {r[1]: r for r in rows if r[0] == name}
+
+
+def _filtered(t, truth, gain=K_O):
+    """truth through the observer's first-order response dr/dt = K_O (truth - r)."""
+    out = np.zeros_like(truth)
+    for k in range(1, len(t)):
+        a = np.exp(-gain * (t[k] - t[k - 1]))
+        out[k] = a * out[k - 1] + (1 - a) * 0.5 * (truth[k - 1] + truth[k])
+    return out
+
+
+def contact_series(rec, name):
+    """t (s from the observer's reset), truth, r (N, n) and the Contact rows of a phase,
+    on the stamps present in all three."""
+    with rec.lock:
+        res = _by_phase(rec.residual, name)
+        truth = {r[1]: r for r in rec.truth}      # (tagged by arrival: match by stamp)
+        contact = {r[1]: r for r in rec.contact}
+    stamps = sorted(set(truth) & set(res) & set(contact))
+    # start at the observer's reset: its first output is the only sample with r = 0
+    first = max(i for i, st in enumerate(stamps) if not np.any(res[st][2]))
+    stamps = stamps[first:]
+    return dict(stamp=np.array(stamps), t=np.array(stamps) - stamps[0],
+                truth=np.array([truth[s][2] for s in stamps]),
+                r=np.array([res[s][2] for s in stamps]),
+                contact=[contact[s] for s in stamps])
+
+
+def contact_numbers(rec, model, scenario):
+    """Per contact phase: detection delay, isolated vs true link, estimation error; for the
+    contact-free tracking phase: false detections and the peak |r|."""
+    from manip_dynamics.core.contact import arm_topology
+    joint_link = arm_topology(model).joint_link
+    out, series = {}, {}
+    free = contact_series(rec, 'tracking')
+    out['tracking'] = dict(samples=len(free['t']), peak_residual=float(np.abs(free['r']).max()),
+                           false_detections=int(sum(c[2] for c in free['contact'])))
+    for name in CONTACT_PHASE_NAMES:
+        s = series[name] = contact_series(rec, name)
+        hit = np.abs(s['truth']).max(axis=1) > 0
+        k0 = int(np.argmax(hit)) - 1                 # the last sample before tau_ext != 0
+        kd = next(k for k in range(k0 + 1, len(s['t'])) if s['contact'][k][2])
+        settled = min(kd + int(np.ceil(3 / K_O * 100)), len(s['t']) - 1)
+        loaded = np.flatnonzero(np.abs(s['truth'][k0 + 1:]).max(axis=0) > 0)
+        if name == 'pushed':
+            steady = np.arange(k0 + int(np.ceil(5 / K_O * 100)),
+                               k0 + int(scenario['contact']['push_for'] * 100))
+        else:                                        # resting on the box: the last 0.5 s
+            steady = np.arange(len(s['t']) - 50, len(s['t']))
+        scale = np.abs(s['truth'][steady]).max()
+        ideal = _filtered(s['t'], s['truth'])
+        out[name] = dict(
+            onset_s=float(s['t'][k0]), detection_ms=1e3 * (s['contact'][kd][4] - s['stamp'][k0]),
+            isolated_at_detection=s['contact'][kd][3], isolated_link=s['contact'][settled][3],
+            true_link=joint_link[loaded[-1]], peak_truth=float(scale),
+            error_vs_filtered=float(np.abs(s['r'][steady] - ideal[steady]).max() / scale),
+            error_vs_truth=float(np.abs(s['r'][steady] - s['truth'][steady]).max() / scale),
+            detection_index=kd)
+    return out, series
+
+
+def plot_contact(series, numbers, names, path):
+    """True (dashed) against estimated (solid) external joint torques of the contact
+    phases, one colour per joint, the detection marked; below, r - tau_ext."""
+    import matplotlib
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt
+    fig, axes = plt.subplots(2, len(CONTACT_PHASE_NAMES), figsize=(16, 8), sharex='col')
+    colors = plt.cm.tab10(np.arange(len(names)))
+    for col, name in enumerate(CONTACT_PHASE_NAMES):
+        s, n = series[name], numbers[name]
+        for j in range(len(names)):
+            axes[0, col].plot(s['t'], s['truth'][:, j], '--', color=colors[j], lw=1.2)
+            axes[0, col].plot(s['t'], s['r'][:, j], '-', color=colors[j], lw=1.0,
+                              label=names[j])
+            axes[1, col].plot(s['t'], s['r'][:, j] - s['truth'][:, j], color=colors[j])
+        td = s['t'][n['detection_index']]
+        for ax in axes[:, col]:
+            ax.axvline(td, color='k', lw=0.8, ls=':')
+            ax.grid(True, alpha=0.3)
+        axes[0, col].set_title(f"{TITLES[name]}: detected {n['detection_ms']:.0f} ms after "
+                               f"the onset, isolated {n['isolated_link']} (true "
+                               f"{n['true_link']})", fontsize=9)
+        axes[0, col].set_ylabel('tau_ext (N*m): true dashed, estimated r solid')
+        axes[1, col].set_ylabel('r - tau_ext (N*m)')
+        axes[1, col].set_xlabel("time since the observer's reset, after the release (s)")
+    axes[0, 0].legend(fontsize=7, loc='best')
+    fig.suptitle(f'momentum observer of dynamics_node (K_O = {K_O:g} 1/s) against MuJoCo\'s '
+                 'true external joint torques (arm_simulator/external_torques)')
+    fig.tight_layout()
+    fig.savefig(path, dpi=80)
+    plt.close(fig)
+
+
 def save_recording(rec, path):
     """Raw traffic (stamps in s, arrays per message) for later inspection."""
-    phases = [p[0] for p in PHASES]
+    phases = [p[0] for p in PHASES + CONTACT_PHASES]
     with rec.lock:
         js, ref, dyn = list(rec.joint_states), list(rec.reference), list(rec.dynamics)
         truth = list(rec.truth)
@@ -342,6 +527,21 @@ def print_table(summary, names):
         print(f"  {key:<9} {_fmt(summary[key]['peak_torque'])}")
     print(f"tracking RMS error per joint (rad), friction off: {_fmt(t['rms_error_per_joint'])}")
     print(f"tracking RMS error per joint (rad), friction on:  {_fmt(f['rms_error_per_joint'])}")
+
+
+def print_contact_table(c):
+    """The contact phases: what the dynamics node's observer saw against MuJoCo's truth."""
+    t = c['tracking']
+    print(f"contact awareness (dynamics_node's observer, K_O = {K_O:g} 1/s, enter 0.2 N*m):")
+    print(f"  tracking   no contact: {t['false_detections']} false detections over "
+          f"{t['samples']} samples, peak |r| {t['peak_residual']:.1e} N*m")
+    for name in CONTACT_PHASE_NAMES:
+        n = c[name]
+        print(f"  {name:<10} detected {n['detection_ms']:.0f} ms after the onset, isolated "
+              f"{n['isolated_link']} (true {n['true_link']}; at the detecting sample "
+              f"{n['isolated_at_detection']}), error {100 * n['error_vs_filtered']:.2f} % of "
+              f"{n['peak_truth']:.1f} N*m vs the filtered truth, "
+              f"{100 * n['error_vs_truth']:.2f} % vs the truth")
 
 
 def plot_closed_loop(series, names, path):
@@ -465,14 +665,19 @@ def render_pictures(rec, urdf_xml, model, scenario, out_dir, fps=6.0):
     return [png, gif]
 
 
-def _start_nodes(args, q0, log_dir, floor_height):
+def _start_nodes(args, q0, log_dir, scenario):
+    sim = {'robot': args.robot, 'initial_positions': q0, 'paused': 'true',
+           'viscous_friction': '[0.0]', 'coulomb_friction': '[0.0]', 'lockstep': 'true',
+           'lockstep_timeout': '2.0', 'floor_height': repr(float(scenario['floor_height'])),
+           # a controller late on a loaded machine must not make the plant drop the arm
+           'command_timeout': '5.0'}
+    contact = scenario.get('contact')
+    if contact:
+        sim.update(obstacle_size=str(contact['obstacle_size']),
+                   obstacle_position=str(contact['obstacle_position']))
     return [
-        _start('manip_dynamics.nodes.arm_simulator', {
-            'robot': args.robot, 'initial_positions': q0, 'paused': 'true',
-            'viscous_friction': '[0.0]', 'coulomb_friction': '[0.0]', 'lockstep': 'true',
-            'lockstep_timeout': '2.0', 'floor_height': repr(float(floor_height))},
-            log_dir, 'arm_simulator'),
-        _start('manip_dynamics.nodes.dynamics_node', {}, log_dir, 'dynamics_node'),
+        _start('manip_dynamics.nodes.arm_simulator', sim, log_dir, 'arm_simulator'),
+        _start('manip_dynamics.nodes.dynamics_node', OBSERVER, log_dir, 'dynamics_node'),
         _start('manip_dynamics.nodes.computed_torque_controller', {'mode': 'gravity'},
                log_dir, 'computed_torque_controller'),
     ]
@@ -481,17 +686,11 @@ def _start_nodes(args, q0, log_dir, floor_height):
 def _run(args, scenario, model, log_dir):
     """Start the nodes, wait until the loop runs, play the phases; the Recorder."""
     q0 = '[' + ', '.join(repr(float(v)) for v in scenario['q0']) + ']'
-    procs = _start_nodes(args, q0, log_dir, scenario['floor_height'])
+    procs = _start_nodes(args, q0, log_dir, scenario)
     rec = None
     try:
         rec = Recorder()
-        # Ready when the controller's inputs flow (first calls JIT-compile the core).
-        rec.wait(lambda: len(rec.dynamics) > 5 or any(p.poll() is not None for p in procs),
-                 60.0, 'the first Dynamics messages')
-        for p in procs:
-            if p.poll() is not None:
-                raise RuntimeError(f'{p.demo_name} exited with code {p.returncode}; '
-                                   f'see {log_dir / (p.demo_name + ".log")}')
+        rec.wait_until_running(procs, log_dir, 60.0)
         rec.t_ready = time.monotonic()
         run_phases(rec, scenario, procs, model)
     finally:
@@ -532,15 +731,22 @@ def main(argv=None):
                    start_pose=scenario['q0'], amplitude=scenario['amplitude'],
                    frequency_hz=scenario['frequency'], startup_s=round(t_ready, 2))
     plot_closed_loop(series, names, out_dir / 'closed_loop.png')
+    if 'contact' in scenario:
+        summary['contact'], contact = contact_numbers(rec, model, scenario)
+        plot_contact(contact, summary['contact'], names, out_dir / 'contact.png')
     summary['ellipsoid_eigenvalues_kg'] = plot_ellipsoids(tracked, model, tip,
                                                           out_dir / 'inertia_ellipsoids.png')
     written = [out_dir / 'closed_loop.png', out_dir / 'inertia_ellipsoids.png']
+    if 'contact' in scenario:
+        written.append(out_dir / 'contact.png')
     if not args.no_render:
         written += render_pictures(rec, urdf_xml, model, scenario, out_dir)
     summary['pictures'] = [p.name for p in written]
     summary['wall_time_s'] = round(time.monotonic() - t_start, 2)
     (out_dir / 'summary.json').write_text(json.dumps(summary, indent=2))
     print_table(summary, names)
+    if 'contact' in summary:
+        print_contact_table(summary['contact'])
     print(f"wrote {', '.join(str(p) for p in written)}, {out_dir / 'summary.json'} in "
           f"{summary['wall_time_s']:.1f} s (startup {t_ready:.1f} s)")
     return 0

@@ -37,6 +37,10 @@ def _parser():
     p.add_argument("--min-speed", type=float, default=0.05,
                    help="drop a joint's equations where |qd| < this, rad/s or m/s (stick-slip "
                         "at reversals; default 0.05)")
+    p.add_argument("--effort-delay", type=float, default=0.0,
+                   help="s: the efforts describe the torque this long before their stamp "
+                        "(arm_simulator: half its publish period); they are interpolated back "
+                        "to the stamps (default 0)")
     p.add_argument("--no-friction", action="store_true", help="do not identify friction")
     p.add_argument("--unconstrained", action="store_true",
                    help="write the weighted-LS estimate closest to the URDF instead of the "
@@ -75,6 +79,7 @@ def load_samples(args, model):
     """-> (fit Samples, held-out Samples) from the recording (filter, decimate, split)."""
     from .core.identification import filter_recording
     from .recording import read_joint_states
+    from .rules.state_buffer import delay_efforts
 
     log = read_joint_states(args.recording, args.topic)
     q, qd, tau = log.in_order(model.joint_names)
@@ -82,7 +87,13 @@ def load_samples(args, model):
         raise SystemExit(f"{args.recording}: the JointState messages carry no effort")
     _log(f"{args.recording}: {len(log.t)} messages over {log.t[-1]:.2f} s, "
          f"{len(log.names)} joints" + ("" if qd is not None else " (no velocity: from q)"))
-    samples = filter_recording(log.t, q, qd, tau, cutoff=args.cutoff, decimate=args.decimate)
+    t = log.t
+    if args.effort_delay:
+        if not 0 < args.effort_delay < 0.5 * t[-1]:
+            raise SystemExit("--effort-delay must be >= 0 and shorter than the recording")
+        keep, tau = delay_efforts(t, tau, args.effort_delay)
+        t, q, qd = t[keep], q[keep], None if qd is None else qd[keep]
+    samples = filter_recording(t, q, qd, tau, cutoff=args.cutoff, decimate=args.decimate)
     if not 0 <= args.holdout < 1:
         raise SystemExit("--holdout must be in [0, 1)")
     return samples.split(1.0 - args.holdout)

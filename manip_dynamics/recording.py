@@ -146,3 +146,39 @@ def _field(values, order, k, fld, n):
         raise InputError(f"message {k}: {len(values)} {fld} values for {n} joint names")
     a = np.asarray(values, dtype=float)
     return a if order is None else a[order]
+
+
+class SerializedJointStateWriter:
+    """An MCAP file (rosbag2's ``ros2`` profile) taking already CDR-serialized
+    sensor_msgs/JointState messages, as an rclpy subscription with ``raw=True`` hands them
+    over: the bytes are written unchanged, as rosbag2 records them. ``write(data, log_time_ns)``;
+    ``close()`` writes the summary (a file that was never closed lacks it, but its messages
+    still read in order)."""
+
+    def __init__(self, path, topic=TOPIC):
+        from mcap.well_known import MessageEncoding, SchemaEncoding
+        from mcap.writer import CompressionType, Writer
+
+        self.path, self.topic, self.count = str(path), topic, 0
+        self._file = open(self.path, "wb")
+        try:
+            self._writer = Writer(self._file, compression=CompressionType.ZSTD)
+            self._writer.start(profile="ros2", library="manip_dynamics recorder")
+            schema = self._writer.register_schema(SCHEMA_NAME, SchemaEncoding.ROS2,
+                                                  JOINT_STATE_MSGDEF.encode())
+            self._channel = self._writer.register_channel(topic, MessageEncoding.CDR, schema)
+        except Exception:
+            self._file.close()
+            raise
+
+    def write(self, data: bytes, log_time_ns: int) -> None:
+        self._writer.add_message(self._channel, log_time=int(log_time_ns), data=bytes(data),
+                                 publish_time=int(log_time_ns), sequence=self.count)
+        self.count += 1
+
+    def close(self) -> None:
+        if not self._file.closed:
+            try:
+                self._writer.finish()
+            finally:
+                self._file.close()

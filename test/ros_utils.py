@@ -338,6 +338,60 @@ def call_service(node, srv_type, name: str, request, timeout: float = 10.0, proc
         node.destroy_client(client)
 
 
+def set_parameters_atomically(node, node_name: str, **values) -> None:
+    """Set ``values`` on ``node_name`` in one ``set_parameters_atomically`` call; assert
+    the node accepted them (its reason is the assertion message)."""
+    from rcl_interfaces.srv import SetParametersAtomically
+    from rclpy.parameter import Parameter
+
+    request = SetParametersAtomically.Request(
+        parameters=[Parameter(k, value=v).to_parameter_msg() for k, v in values.items()])
+    response = call_service(node, SetParametersAtomically,
+                            f"{node_name}/set_parameters_atomically", request)
+    assert response.result.successful, response.result.reason
+
+
+def assert_descriptors_match_table(node, node_name: str, specs) -> list:
+    """Ask ``node_name``'s ``describe_parameters`` for every parameter of the table
+    ``specs`` (ParamSpec tuple) and assert each descriptor carries its spec: name, type,
+    description, read-only, and for a bounded double / integer exactly its range (and no
+    range otherwise). Returns the descriptors."""
+    from rcl_interfaces.srv import DescribeParameters
+
+    names = [spec.name for spec in specs]
+    res = call_service(node, DescribeParameters, f"{node_name}/describe_parameters",
+                       DescribeParameters.Request(names=names))
+    assert [d.name for d in res.descriptors] == names
+    for spec, d in zip(specs, res.descriptors):
+        assert (d.type, d.description, d.read_only) == (
+            spec.type, spec.description, spec.read_only), spec.name
+        ranges = list(d.floating_point_range) + list(d.integer_range)
+        if spec.bounded and spec.kind in ("double", "integer"):
+            (r,) = ranges
+            if spec.low is not None:
+                assert r.from_value == spec.low, spec.name
+            if spec.high is not None:
+                assert r.to_value == spec.high, spec.name
+        else:
+            assert not ranges, spec.name
+    return list(res.descriptors)
+
+
+def publish_matched(pub, msg, timeout: float = 10.0,
+                    describe: Callable[[], str] | None = None) -> None:
+    """Publish ``msg`` once ``pub`` is matched to a subscription. A message published
+    before discovery has matched the subscriber is lost whatever the QoS, so a one-shot
+    send must wait for the match (slow machines). ``describe()`` adds to the timeout's
+    message (e.g. the subscriber's log)."""
+    if pub.get_subscription_count() < 1:
+        try:
+            wait_for(lambda: pub.get_subscription_count() >= 1, timeout=timeout)
+        except TimeoutError:
+            raise TimeoutError(f"no subscription matched {pub.topic_name!r} within "
+                               f"{timeout} s\n" + (describe() if describe else "")) from None
+    pub.publish(msg)
+
+
 def publish_until(
     node, msg_type, topic: str, make_msg: Callable[[], Any], until: Callable[[], Any],
     timeout: float = 10.0, period: float = 0.05, qos=10,
@@ -355,3 +409,13 @@ def publish_until(
             time.sleep(period)
     finally:
         node.destroy_publisher(pub)
+
+
+def run_demo(module: str, out, timeout: float):
+    """``python -m module --output out`` from the repository root, in the test's ROS
+    environment; prints the tails of its output; -> the CompletedProcess."""
+    proc = subprocess.run([sys.executable, "-m", module, "--output", str(out)],
+                          cwd=REPO_ROOT, env=_child_env(None),
+                          capture_output=True, text=True, timeout=timeout)
+    print(proc.stdout[-3000:], proc.stderr[-3000:])
+    return proc

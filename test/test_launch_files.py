@@ -454,10 +454,12 @@ def _start_console_script(executable: str, ros_args, log_dir: Path, log_name: st
         [str(REPO), str(ros_utils.TEST_DIR), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     env["PYTHONUNBUFFERED"] = "1"
     log_path = log_dir / f"{log_name}.log"
+    # cwd: files a node writes (the recorder's default output) land in the test's
+    # directory, never in the repository
     with open(log_path, "wb") as log:
         proc = subprocess.Popen([sys.executable, "-u", "-c", code, "--ros-args", *ros_args],
                                 stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                env=env, cwd=str(REPO))
+                                env=env, cwd=str(log_dir))
     proc.log_path = log_path
     proc.name = log_name
     return proc
@@ -656,7 +658,12 @@ def test_dynamics_node_declares_the_documented_parameters(running_executables):
         "robot_description", "urdf_file", "root_link", "tip_link", "gravity",
         "payload.frame", "payload.mass", "payload.com", "payload.inertia",
         "friction.joints", "friction.viscous", "friction.coulomb", "command_joints",
-        "damping", "singular_condition", "markers.enabled", "markers.rate",
+        "damping", "singular_condition", "outputs.inertia_markers.enabled",
+        "outputs.inertia_markers.rate", "outputs.dynamics.enabled", "outputs.dynamics.rate",
+        "outputs.gravity_torques.enabled", "outputs.gravity_torques.rate",
+        "outputs.gravity_command.enabled", "outputs.gravity_command.rate",
+        "outputs.coriolis_torques.enabled", "outputs.coriolis_torques.rate", "executor",
+        "joint_states_latest_wins", "joint_states_backlog",
         "markers.scale", "markers.show_mass_matrix", "markers.alpha",
         "joint_states_qos.reliability", "joint_states_qos.depth", "max_state_age",
     }

@@ -15,8 +15,10 @@ numbers, ellipsoid eigenvalues, effective masses): callers need not re-check.
 
 Every message names the joint, link, argument or shape at fault.
 
-``MasslessLinkWarning`` (a ``UserWarning``) is emitted once per parsed model, naming
-all links that have no ``<inertial>`` element (they are treated as massless).
+``MasslessLinkWarning`` (a ``UserWarning``) is emitted once per parsed model, naming the
+joints that move no mass and no inertia (M singular); massless frames are not warned about.
+``InertiaWarning``: once per parsed model, the inertias kept as written or ignored
+(:mod:`manip_dynamics.core.inertia`).
 """
 
 
@@ -54,13 +56,15 @@ class NonFiniteResultError(ManipDynamicsError, ArithmeticError):
 
 
 class MasslessLinkWarning(UserWarning):
-    """Links without <inertial> were treated as massless."""
+    """Joints that move no mass and no inertia (nothing below them has an <inertial>): their
+    row of M(q) is zero, M is singular."""
 
 
 class InertiaWarning(UserWarning):
-    """Link inertias whose principal moments violate the triangle inequality
-    (I3 <= I1 + I2): no rigid body has them, but they are positive semi-definite, so M(q)
-    stays positive (semi-)definite; they are loaded as given. Common in exported URDFs."""
+    """Link inertias loaded as written although no rigid body has them (principal moments
+    violating the triangle inequality I3 <= I1 + I2, or a negative moment negligible at the
+    robot's scale), or ignored (links welded to the fixed root). Common in exported URDFs;
+    see :mod:`manip_dynamics.core.inertia`."""
 
 
 __all__ = [

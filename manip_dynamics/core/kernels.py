@@ -49,15 +49,16 @@ crm(v{i})*vJ``;  ``a_grav``            V[i] x S[i] qd[i]``;  ``Vd_root = [-g; 0]
 from collections import namedtuple
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 from .bodies import PRISMATIC, REVOLUTE
 
 _JIT = dict(cache=True, nogil=True, fastmath=False, error_model="numpy")
 _DRIVER = dict(_JIT, inline="always")   # small drivers over ws: no call boundary
+_THREADS = dict(_JIT, parallel=True)     # the *_threads entry points: prange over chunks
 
-# status of a state (batch_forward_dynamics, batch_bundle)
-OK, NOT_POSITIVE_DEFINITE, OVERFLOW = 0, 1, 2
+# status of a state (batch_forward_dynamics, batch_bundle); BAD_INPUT: q or qd not finite
+OK, NOT_POSITIVE_DEFINITE, OVERFLOW, BAD_INPUT = 0, 1, 2, 3
 
 # batch_bundle's flags (or-ed): what to compute beyond M, J, A, Lambda and cond(A)
 BIAS = 1            # g and c = C qd
@@ -147,36 +148,14 @@ def _take(out, start, shape):
     return out[start:start + size].reshape(shape), start + size
 
 
-@njit(**_JIT)
+@njit(**_DRIVER)
 def workspace(nb):
-    """Fresh scratch for one call over a tree of nb bodies (see Workspace): views of one
-    buffer (one allocation instead of 21: it matters for single-state calls)."""
-    buf = np.empty(nb * (nb + 66) + 24)
-    q_full, a = _take(buf, 0, (nb,))
-    qd_full, a = _take(buf, a, (nb,))
-    qdd_full, a = _take(buf, a, (nb,))
-    R_root_body, a = _take(buf, a, (nb, 3, 3))
-    p_root_body, a = _take(buf, a, (nb, 3))
-    S, a = _take(buf, a, (nb, 6))
-    m, a = _take(buf, a, (nb,))
-    h, a = _take(buf, a, (nb, 3))
-    I_o, a = _take(buf, a, (nb, 3, 3))
-    V, a = _take(buf, a, (nb, 6))
-    Vd, a = _take(buf, a, (nb, 6))
-    F, a = _take(buf, a, (nb, 6))
-    tau_full, a = _take(buf, a, (nb,))
-    M_full, a = _take(buf, a, (nb, nb))
-    Ic_m, a = _take(buf, a, (nb,))
-    Ic_h, a = _take(buf, a, (nb, 3))
-    Ic_o, a = _take(buf, a, (nb, 3, 3))
-    R_root_frame, a = _take(buf, a, (3, 3))
-    p_root_frame, a = _take(buf, a, (3,))
-    tmp1, a = _take(buf, a, (6,))
-    tmp2, a = _take(buf, a, (6,))
-    qdd_full[:] = 0.0
-    return Workspace(q_full, qd_full, qdd_full, R_root_body, p_root_body, S, m, h, I_o, V, Vd,
-                     F, tau_full, M_full, Ic_m, Ic_h, Ic_o, R_root_frame, p_root_frame, tmp1,
-                     tmp2)
+    """Fresh scratch for one call over a tree of nb bodies (see Workspace). One allocation per
+    field: numba's reshape of views of one buffer costs more than small allocations."""
+    e = np.empty
+    return Workspace(e(nb), e(nb), np.zeros(nb), e((nb, 3, 3)), e((nb, 3)), e((nb, 6)), e(nb),
+                     e((nb, 3)), e((nb, 3, 3)), e((nb, 6)), e((nb, 6)), e((nb, 6)), e(nb),
+                     e((nb, nb)), e(nb), e((nb, 3)), e((nb, 3, 3)), e((3, 3)), e(3), e(6), e(6))
 
 
 # ------------------------------------------------------------------ mimic joints: G
@@ -215,39 +194,76 @@ def reduce_matrix(bodies, X_full, X):
 
 
 # ------------------------------------------------------------------ kinematics
-@njit(**_JIT)
-def _joint_frame(b, R_root_body, p_root_body, R_root_joint, p_root_joint):
-    """X_root_joint = X_root_parent * X_tree: the joint frame of body b before it moves."""
-    par = b.parent
-    for r in range(3):
-        for c in range(3):
-            if par < 0:
-                R_root_joint[r, c] = b.R_tree[r, c]
-            else:
-                R_root_joint[r, c] = (R_root_body[par, r, 0] * b.R_tree[0, c]
-                                      + R_root_body[par, r, 1] * b.R_tree[1, c]
-                                      + R_root_body[par, r, 2] * b.R_tree[2, c])
-        if par < 0:
-            p_root_joint[r] = b.p_tree[r]
-        else:
-            p_root_joint[r] = (p_root_body[par, r] + R_root_body[par, r, 0] * b.p_tree[0]
-                               + R_root_body[par, r, 1] * b.p_tree[1]
-                               + R_root_body[par, r, 2] * b.p_tree[2])
+@njit(**_DRIVER)
+def _m9(R):
+    """The 3x3 R as a 9-tuple, row-major (kinematics in registers: no scratch arrays)."""
+    return (R[0, 0], R[0, 1], R[0, 2], R[1, 0], R[1, 1], R[1, 2], R[2, 0], R[2, 1], R[2, 2])
 
 
-@njit(**_JIT)
-def _rotation_about(k0, k1, k2, angle, R):
-    """R = Rot(k, angle) for a unit axis k (Rodrigues: I + s K + (1 - c) K^2)."""
+@njit(**_DRIVER)
+def _mul33(a, c):
+    """a c of two row-major 9-tuples (sums in the order r0 c0 + r1 c1 + r2 c2)."""
+    return (a[0] * c[0] + a[1] * c[3] + a[2] * c[6], a[0] * c[1] + a[1] * c[4] + a[2] * c[7],
+            a[0] * c[2] + a[1] * c[5] + a[2] * c[8],
+            a[3] * c[0] + a[4] * c[3] + a[5] * c[6], a[3] * c[1] + a[4] * c[4] + a[5] * c[7],
+            a[3] * c[2] + a[4] * c[5] + a[5] * c[8],
+            a[6] * c[0] + a[7] * c[3] + a[8] * c[6], a[6] * c[1] + a[7] * c[4] + a[8] * c[7],
+            a[6] * c[2] + a[7] * c[5] + a[8] * c[8])
+
+
+@njit(**_DRIVER)
+def _rotation_about(k0, k1, k2, angle):
+    """Rot(k, angle) for a unit axis k as a row-major 9-tuple (Rodrigues: I + s K + (1 - c) K^2)."""
     s, c1 = np.sin(angle), 1.0 - np.cos(angle)
-    R[0, 0] = 1.0 - c1 * (k1 * k1 + k2 * k2)
-    R[1, 1] = 1.0 - c1 * (k0 * k0 + k2 * k2)
-    R[2, 2] = 1.0 - c1 * (k0 * k0 + k1 * k1)
-    R[0, 1] = -s * k2 + c1 * k0 * k1
-    R[1, 0] = s * k2 + c1 * k0 * k1
-    R[0, 2] = s * k1 + c1 * k0 * k2
-    R[2, 0] = -s * k1 + c1 * k0 * k2
-    R[1, 2] = -s * k0 + c1 * k1 * k2
-    R[2, 1] = s * k0 + c1 * k1 * k2
+    return (1.0 - c1 * (k1 * k1 + k2 * k2), -s * k2 + c1 * k0 * k1, s * k1 + c1 * k0 * k2,
+            s * k2 + c1 * k0 * k1, 1.0 - c1 * (k0 * k0 + k2 * k2), -s * k0 + c1 * k1 * k2,
+            -s * k1 + c1 * k0 * k2, s * k0 + c1 * k1 * k2, 1.0 - c1 * (k0 * k0 + k1 * k1))
+
+
+@njit(**_JIT)
+def _kinematics_over(bodies, q_full, path, every_body, R_root_body, p_root_body, S):
+    """Pose and S of every body (every_body) or of the bodies in ``path`` (ascending), each
+    from its parent's pose: the joint frame X_root_joint = X_root_parent * X_tree (A, p),
+    then the joint. In registers: no scratch arrays (one loop body here, not a call per
+    body: numba compiles that call into slower code)."""
+    for j in range(bodies.shape[0] if every_body else path.shape[0]):
+        i = j if every_body else path[j]
+        b = bodies[i]
+        par = b.parent
+        T = _m9(b.R_tree)
+        t0, t1, t2 = b.p_tree[0], b.p_tree[1], b.p_tree[2]
+        if par < 0:
+            A = T
+            p0, p1, p2 = t0, t1, t2
+        else:
+            P = _m9(R_root_body[par])
+            A = _mul33(P, T)
+            p0 = p_root_body[par, 0] + P[0] * t0 + P[1] * t1 + P[2] * t2
+            p1 = p_root_body[par, 1] + P[3] * t0 + P[4] * t1 + P[5] * t2
+            p2 = p_root_body[par, 2] + P[6] * t0 + P[7] * t1 + P[8] * t2
+        k0, k1, k2 = b.axis[0], b.axis[1], b.axis[2]
+        a0 = A[0] * k0 + A[1] * k1 + A[2] * k2          # the joint axis in root axes
+        a1 = A[3] * k0 + A[4] * k1 + A[5] * k2
+        a2 = A[6] * k0 + A[7] * k1 + A[8] * k2
+        if b.jtype == REVOLUTE:
+            S[i, 0], S[i, 1], S[i, 2] = p1 * a2 - p2 * a1, p2 * a0 - p0 * a2, p0 * a1 - p1 * a0
+            S[i, 3], S[i, 4], S[i, 5] = a0, a1, a2
+            A = _mul33(A, _rotation_about(k0, k1, k2, q_full[i]))
+        elif b.jtype == PRISMATIC:
+            x = q_full[i]
+            p0, p1, p2 = p0 + a0 * x, p1 + a1 * x, p2 + a2 * x
+            S[i, 0], S[i, 1], S[i, 2], S[i, 3], S[i, 4], S[i, 5] = a0, a1, a2, 0.0, 0.0, 0.0
+        else:
+            raise ValueError("forward_kinematics: unknown joint type in the body table "
+                             "(only REVOLUTE and PRISMATIC bodies exist)")
+        R = R_root_body[i]
+        R[0, 0], R[0, 1], R[0, 2] = A[0], A[1], A[2]
+        R[1, 0], R[1, 1], R[1, 2] = A[3], A[4], A[5]
+        R[2, 0], R[2, 1], R[2, 2] = A[6], A[7], A[8]
+        p_root_body[i, 0], p_root_body[i, 1], p_root_body[i, 2] = p0, p1, p2
+
+
+_NO_PATH = np.zeros(0, dtype=np.int64)
 
 
 @njit(**_JIT)
@@ -258,60 +274,46 @@ def forward_kinematics(bodies, q_full, R_root_body, p_root_body, S):
     prismatic ``S = [a; 0]`` with ``a`` the joint axis in root axes and ``p`` the joint
     origin. Any other joint type raises ValueError.
     """
-    R_root_joint = np.empty((3, 3))
-    p_root_joint = np.empty(3)
-    R_joint_body = np.empty((3, 3))
+    _kinematics_over(bodies, q_full, _NO_PATH, True, R_root_body, p_root_body, S)
+
+
+@njit(**_DRIVER)
+def _centre_of_mass(b, R_root_body, p_root_body, i):
+    """c = p_root_body[i] + R_root_body[i] com of body b = bodies[i], root coordinates."""
+    R, p = R_root_body[i], p_root_body[i]
+    return (p[0] + R[0, 0] * b.com[0] + R[0, 1] * b.com[1] + R[0, 2] * b.com[2],
+            p[1] + R[1, 0] * b.com[0] + R[1, 1] * b.com[1] + R[1, 2] * b.com[2],
+            p[2] + R[2, 0] * b.com[0] + R[2, 1] * b.com[1] + R[2, 2] * b.com[2])
+
+
+@njit(**_JIT)
+def first_moments(bodies, R_root_body, p_root_body, m, h):
+    """m_i and h_i = m_i c_i with c_i the centre of mass of body i in root coordinates (all
+    that gravity needs of the inertias)."""
     for i in range(bodies.shape[0]):
         b = bodies[i]
-        _joint_frame(b, R_root_body, p_root_body, R_root_joint, p_root_joint)
-        k0, k1, k2 = b.axis[0], b.axis[1], b.axis[2]
-        a0 = R_root_joint[0, 0] * k0 + R_root_joint[0, 1] * k1 + R_root_joint[0, 2] * k2
-        a1 = R_root_joint[1, 0] * k0 + R_root_joint[1, 1] * k1 + R_root_joint[1, 2] * k2
-        a2 = R_root_joint[2, 0] * k0 + R_root_joint[2, 1] * k1 + R_root_joint[2, 2] * k2
-        if b.jtype == REVOLUTE:
-            _rotation_about(k0, k1, k2, q_full[i], R_joint_body)
-            for r in range(3):
-                for c in range(3):
-                    R_root_body[i, r, c] = (R_root_joint[r, 0] * R_joint_body[0, c]
-                                            + R_root_joint[r, 1] * R_joint_body[1, c]
-                                            + R_root_joint[r, 2] * R_joint_body[2, c])
-                p_root_body[i, r] = p_root_joint[r]
-            v0, v1, v2 = _cross(p_root_joint[0], p_root_joint[1], p_root_joint[2], a0, a1, a2)
-            S[i, 0], S[i, 1], S[i, 2] = v0, v1, v2
-            S[i, 3], S[i, 4], S[i, 5] = a0, a1, a2
-        elif b.jtype == PRISMATIC:
-            R_root_body[i] = R_root_joint
-            p_root_body[i, 0] = p_root_joint[0] + a0 * q_full[i]
-            p_root_body[i, 1] = p_root_joint[1] + a1 * q_full[i]
-            p_root_body[i, 2] = p_root_joint[2] + a2 * q_full[i]
-            S[i, 0], S[i, 1], S[i, 2] = a0, a1, a2
-            S[i, 3], S[i, 4], S[i, 5] = 0.0, 0.0, 0.0
-        else:
-            raise ValueError("forward_kinematics: unknown joint type in the body table "
-                             "(only REVOLUTE and PRISMATIC bodies exist)")
+        c0, c1, c2 = _centre_of_mass(b, R_root_body, p_root_body, i)
+        m[i] = b.mass
+        h[i, 0], h[i, 1], h[i, 2] = b.mass * c0, b.mass * c1, b.mass * c2
 
 
 @njit(**_JIT)
 def world_inertias(bodies, R_root_body, p_root_body, m, h, I_o):
     """Spatial inertia of each body about the root origin: m, h = m c, I_o = R I_com R^T + m(|c|^2 1 - c c^T),
     with c = p_root_body + R_root_body com the centre of mass in root coordinates."""
-    c = np.empty(3)
+    first_moments(bodies, R_root_body, p_root_body, m, h)
     for i in range(bodies.shape[0]):
         b = bodies[i]
-        R = R_root_body[i]
-        m[i] = b.mass
-        for r in range(3):
-            c[r] = p_root_body[i, r] + R[r, 0] * b.com[0] + R[r, 1] * b.com[1] + R[r, 2] * b.com[2]
-            h[i, r] = b.mass * c[r]
+        mi = b.mass
+        c = _centre_of_mass(b, R_root_body, p_root_body, i)
         cc = c[0] * c[0] + c[1] * c[1] + c[2] * c[2]
+        R = _m9(R_root_body[i])
+        RT = (R[0], R[3], R[6], R[1], R[4], R[7], R[2], R[5], R[8])
+        I = _mul33(_mul33(R, _m9(b.I_com)), RT)          # R I_com R^T, in registers
         for r in range(3):
             for s in range(3):
-                acc = 0.0
-                for a in range(3):
-                    for d in range(3):
-                        acc += R[r, a] * b.I_com[a, d] * R[s, d]
-                I_o[i, r, s] = acc - b.mass * c[r] * c[s]
-            I_o[i, r, r] += b.mass * cc
+                I_o[i, r, s] = I[3 * r + s] - mi * c[r] * c[s]
+            I_o[i, r, r] += mi * cc
 
 
 @njit(**_JIT)
@@ -533,7 +535,7 @@ def inverse_dynamics_state(bodies, ws, g, fb, X_body_frame, f_ext, s, tau):
 def all_finite(a):
     """True if every entry of the 1-D or 2-D array a is finite (x * 0 is NaN for inf/NaN)."""
     acc = 0.0
-    for x in a.ravel():
+    for x in a.flat:                 # (flat, not ravel: no reshape call per check)
         acc += x * 0.0
     return acc == 0.0
 
@@ -611,6 +613,20 @@ def condition_number(w_min, w_max, k, cholesky_ok):
     return w_max / w_min
 
 
+def spd_condition_number(A):
+    """cond(A) of a symmetric positive (semi-)definite (k, k) matrix by the rule of
+    :func:`condition_number` (the one every result of the package follows): eigenvalues
+    by eigvalsh, +inf when w_min <= k * eps * w_max or the Cholesky factorisation fails.
+    The same value on every CPU / BLAS kernel: a singular A gives +inf, never a 1e16 that
+    depends on the round-off of one kernel. Plain Python (callers outside the kernels)."""
+    A = np.ascontiguousarray(A, dtype=np.float64)
+    k = A.shape[0]
+    if k == 0:
+        return 1.0
+    w = np.linalg.eigvalsh(A)
+    return float(condition_number(w[0], w[k - 1], k, cholesky(A, np.empty((k, k)))))
+
+
 # ------------------------------------------------------------------ batch entry points
 @njit(**_JIT)
 def batch_rnea(bodies, g, q, qd, qdd, fb, X_body_frame, f_ext, out):
@@ -625,39 +641,176 @@ def batch_rnea(bodies, g, q, qd, qdd, fb, X_body_frame, f_ext, out):
 
 
 @njit(**_JIT)
-def batch_gravity(bodies, g, q, out):
-    """out[s] = g(q_s)."""
+def gravity_chunk(bodies, g, q, out, lo, hi):
+    """out[s] = g(q_s) for lo <= s < hi: RNEA with qd = qdd = 0 and Vd_root = [-g; 0], which
+    needs only the body poses, the centres of mass and S (no velocities, no rotational
+    inertias). Returns how many of those states have a q or a g(q) that is not finite (the
+    caller names them). The workspace's arrays are taken out once: passing the whole
+    workspace to a function per state costs more than this state's arithmetic."""
     ws = workspace(bodies.shape[0])
-    for s in range(q.shape[0]):
-        state_kinematics(bodies, q[s], ws)
-        gravity_pass(bodies, ws.S, ws.m, ws.h, g, ws.F, ws.tau_full)
-        reduce_vector(bodies, ws.tau_full, out[s])
+    q_full, R_root_body, p_root_body, S = ws.q_full, ws.R_root_body, ws.p_root_body, ws.S
+    m, h, F, tau_full = ws.m, ws.h, ws.F, ws.tau_full
+    bad = 0
+    for s in range(lo, hi):
+        expand_positions(bodies, q[s], q_full)
+        forward_kinematics(bodies, q_full, R_root_body, p_root_body, S)
+        first_moments(bodies, R_root_body, p_root_body, m, h)
+        gravity_pass(bodies, S, m, h, g, F, tau_full)
+        reduce_vector(bodies, tau_full, out[s])
+        if not (all_finite(q[s]) and all_finite(out[s])):
+            bad += 1
+    return bad
+
+
+@njit(**_JIT)
+def batch_gravity(bodies, g, q, out):
+    """out[s] = g(q_s), every state in this thread; returns the count of non-finite states."""
+    return gravity_chunk(bodies, g, q, out, 0, q.shape[0])
+
+
+@njit(**_THREADS)
+def batch_gravity_threads(bodies, g, q, out, chunks):
+    """batch_gravity with the states split into ``chunks`` contiguous blocks run in parallel
+    (numba prange; each block has its own workspace, so a state's result is the same bits
+    as in batch_gravity)."""
+    N, bad = q.shape[0], 0
+    for c in prange(chunks):
+        bad += gravity_chunk(bodies, g, q, out, c * N // chunks, (c + 1) * N // chunks)
+    return bad
+
+
+@njit(**_JIT)
+def coriolis_chunk(bodies, q, qd, out, lo, hi):
+    """out[s] = C(q_s, qd_s) qd_s for lo <= s < hi: RNEA with qdd = 0 and no gravity
+    (qdd_full stays 0). Returns the count of non-finite states."""
+    ws = workspace(bodies.shape[0])
+    q_full, qd_full, qdd_full = ws.q_full, ws.qd_full, ws.qdd_full
+    R_root_body, p_root_body, S = ws.R_root_body, ws.p_root_body, ws.S
+    m, h, I_o, V, Vd, F = ws.m, ws.h, ws.I_o, ws.V, ws.Vd, ws.F
+    tau_full, tmp1, tmp2 = ws.tau_full, ws.tmp1, ws.tmp2
+    bad = 0
+    for s in range(lo, hi):
+        expand_positions(bodies, q[s], q_full)
+        forward_kinematics(bodies, q_full, R_root_body, p_root_body, S)
+        world_inertias(bodies, R_root_body, p_root_body, m, h, I_o)
+        expand_rates(bodies, qd[s], qd_full)
+        rnea_forward(bodies, S, m, h, I_o, qd_full, qdd_full, _ZERO3, V, Vd, F, tmp1, tmp2)
+        rnea_backward(bodies, S, F, tau_full)
+        reduce_vector(bodies, tau_full, out[s])
+        if not (all_finite(q[s]) and all_finite(qd[s]) and all_finite(out[s])):
+            bad += 1
+    return bad
+
+
+@njit(**_JIT)
+def batch_coriolis(bodies, q, qd, out):
+    """out[s] = C(q_s, qd_s) qd_s; returns the count of non-finite states."""
+    return coriolis_chunk(bodies, q, qd, out, 0, q.shape[0])
+
+
+@njit(**_THREADS)
+def batch_coriolis_threads(bodies, q, qd, out, chunks):
+    """batch_coriolis over ``chunks`` parallel blocks of states (see batch_gravity_threads)."""
+    N, bad = q.shape[0], 0
+    for c in prange(chunks):
+        bad += coriolis_chunk(bodies, q, qd, out, c * N // chunks, (c + 1) * N // chunks)
+    return bad
+
+
+@njit(**_JIT)
+def mass_chunk(bodies, q, out, lo, hi):
+    """out[s] = M(q_s) (CRBA) for lo <= s < hi; returns the count of non-finite states."""
+    ws = workspace(bodies.shape[0])
+    q_full, R_root_body, p_root_body, S = ws.q_full, ws.R_root_body, ws.p_root_body, ws.S
+    m, h, I_o, M_full = ws.m, ws.h, ws.I_o, ws.M_full
+    Ic_m, Ic_h, Ic_o, tmp1 = ws.Ic_m, ws.Ic_h, ws.Ic_o, ws.tmp1
+    bad = 0
+    for s in range(lo, hi):
+        expand_positions(bodies, q[s], q_full)
+        forward_kinematics(bodies, q_full, R_root_body, p_root_body, S)
+        world_inertias(bodies, R_root_body, p_root_body, m, h, I_o)
+        crba(bodies, S, m, h, I_o, Ic_m, Ic_h, Ic_o, M_full, tmp1)
+        reduce_matrix(bodies, M_full, out[s])
+        if not (all_finite(q[s]) and all_finite(out[s])):
+            bad += 1
+    return bad
 
 
 @njit(**_JIT)
 def batch_mass(bodies, q, out):
-    """out[s] = M(q_s) (CRBA)."""
-    ws = workspace(bodies.shape[0])
-    for s in range(q.shape[0]):
-        state_kinematics(bodies, q[s], ws)
-        mass_matrix(bodies, ws, out[s])
+    """out[s] = M(q_s) (CRBA); returns the count of non-finite states."""
+    return mass_chunk(bodies, q, out, 0, q.shape[0])
+
+
+@njit(**_THREADS)
+def batch_mass_threads(bodies, q, out, chunks):
+    """batch_mass over ``chunks`` parallel blocks of states (see batch_gravity_threads)."""
+    N, bad = q.shape[0], 0
+    for c in prange(chunks):
+        bad += mass_chunk(bodies, q, out, c * N // chunks, (c + 1) * N // chunks)
+    return bad
 
 
 @njit(**_JIT)
-def batch_kinematics(bodies, q, fb, X_body_frame, pose, J):
-    """pose[s] = X_root_frame (4x4); J[s] = frame Jacobian (6 x n), unless J is empty (0, 6, n)."""
+def path_kinematics(bodies, q_full, path, R_root_body, p_root_body, S):
+    """forward_kinematics of the bodies listed in ``path`` only (ascending: a body after its
+    parent), e.g. the support of one frame: what its pose and Jacobian need."""
+    _kinematics_over(bodies, q_full, path, False, R_root_body, p_root_body, S)
+
+
+@njit(**_JIT)
+def support(bodies, fb):
+    """The bodies from the root to body fb (fb and its ancestors), ascending; empty for fb < 0."""
+    depth, j = 0, fb
+    while j >= 0:
+        depth, j = depth + 1, bodies[j].parent
+    path = np.empty(depth, dtype=np.int64)
+    j = fb
+    for d in range(depth - 1, -1, -1):
+        path[d], j = j, bodies[j].parent
+    return path
+
+
+@njit(**_JIT)
+def kinematics_chunk(bodies, q, fb, X_body_frame, pose, J, lo, hi):
+    """pose[s], J[s] (see batch_kinematics) for lo <= s < hi, computing only the support of
+    body fb; returns the count of non-finite states."""
     ws = workspace(bodies.shape[0])
-    for s in range(q.shape[0]):
+    path = support(bodies, fb)
+    bad = 0
+    for s in range(lo, hi):
         expand_positions(bodies, q[s], ws.q_full)
-        forward_kinematics(bodies, ws.q_full, ws.R_root_body, ws.p_root_body, ws.S)
+        path_kinematics(bodies, ws.q_full, path, ws.R_root_body, ws.p_root_body, ws.S)
         frame_pose(ws.R_root_body, ws.p_root_body, fb, X_body_frame, ws.R_root_frame,
                    ws.p_root_frame)
         pose[s, :, :] = 0.0
         pose[s, :3, :3] = ws.R_root_frame
         pose[s, :3, 3] = ws.p_root_frame
         pose[s, 3, 3] = 1.0
+        finite = all_finite(q[s]) and all_finite(pose[s])
         if J.shape[0] > 0:
             frame_jacobian(bodies, ws.S, fb, ws.p_root_frame, J[s])
+            finite = finite and all_finite(J[s])
+        if not finite:
+            bad += 1
+    return bad
+
+
+@njit(**_JIT)
+def batch_kinematics(bodies, q, fb, X_body_frame, pose, J):
+    """pose[s] = X_root_frame (4x4); J[s] = frame Jacobian (6 x n), unless J is empty (0, 6, n).
+    Returns the count of non-finite states."""
+    return kinematics_chunk(bodies, q, fb, X_body_frame, pose, J, 0, q.shape[0])
+
+
+@njit(**_THREADS)
+def batch_kinematics_threads(bodies, q, fb, X_body_frame, pose, J, chunks):
+    """batch_kinematics over ``chunks`` parallel blocks of states (see batch_gravity_threads)."""
+    N, bad = q.shape[0], 0
+    for c in prange(chunks):
+        bad += kinematics_chunk(bodies, q, fb, X_body_frame, pose, J, c * N // chunks,
+                                (c + 1) * N // chunks)
+    return bad
 
 
 @njit(**_JIT)
@@ -778,18 +931,11 @@ BundleScratch = namedtuple("BundleScratch", (
     "Jdot_qd"))      # (6,) the frame's bias acceleration
 
 
-@njit(**_JIT)
+@njit(**_DRIVER)
 def bundle_scratch(n, k):
-    """Fresh BundleScratch for n coordinates and k task rows: views of one buffer."""
-    buf = np.empty(6 * n + n * n + k * n + k * k + n + k + 6)
-    J6, a = _take(buf, 0, (6, n))
-    L_M, a = _take(buf, a, (n, n))
-    Y, a = _take(buf, a, (k, n))
-    L_A, a = _take(buf, a, (k, k))
-    x, a = _take(buf, a, (n,))
-    e, a = _take(buf, a, (k,))
-    Jdot_qd, a = _take(buf, a, (6,))
-    return BundleScratch(J6, L_M, Y, L_A, x, e, Jdot_qd)
+    """Fresh BundleScratch for n coordinates and k task rows (one allocation per field)."""
+    e = np.empty
+    return BundleScratch(e((6, n)), e((n, n)), e((k, n)), e((k, k)), e(n), e(k), e(6))
 
 
 @njit(**_DRIVER)
@@ -924,9 +1070,12 @@ def operational_space_bias(L_M, J, v, Jdot_qd, Lambda, x, e, out):
 def _bundle_state(bodies, g, q, qd, fb, X_body_frame, k, damping, damping_condition, flags,
                   ws, bs, res, s):
     """One state of batch_bundle into res.*[s]; returns (status, singular)."""
-    state_kinematics(bodies, q, ws)
+    expand_positions(bodies, q, ws.q_full)
+    forward_kinematics(bodies, ws.q_full, ws.R_root_body, ws.p_root_body, ws.S)
+    world_inertias(bodies, ws.R_root_body, ws.p_root_body, ws.m, ws.h, ws.I_o)
     M, J = res.M[s], res.J[s]
-    mass_matrix(bodies, ws, M)
+    crba(bodies, ws.S, ws.m, ws.h, ws.I_o, ws.Ic_m, ws.Ic_h, ws.Ic_o, ws.M_full, ws.tmp1)
+    reduce_matrix(bodies, ws.M_full, M)
     frame_pose(ws.R_root_body, ws.p_root_body, fb, X_body_frame, ws.R_root_frame,
                ws.p_root_frame)
     frame_jacobian(bodies, ws.S, fb, ws.p_root_frame, bs.J6)
@@ -962,15 +1111,38 @@ def batch_bundle(bodies, g, q, qd, fb, X_body_frame, k, damping, damping_conditi
 
     ``out`` (float, N * sum of the field sizes) holds the fields of :func:`bundle_layout`
     (one buffer: a single argument and allocation per call); ``singular`` (bool) and
-    ``status`` (int: OK, NOT_POSITIVE_DEFINITE, OVERFLOW) have one entry per state. A
+    ``status`` (int: OK, NOT_POSITIVE_DEFINITE, OVERFLOW, BAD_INPUT) have one entry per state. A
     state whose status is not OK has cond = inf, singular True and its other fields
     unspecified.
     """
+    bundle_chunk(bodies, g, q, qd, fb, X_body_frame, k, damping, damping_condition, flags, out,
+                 singular, status, 0, q.shape[0])
+
+
+@njit(**_THREADS)
+def batch_bundle_threads(bodies, g, q, qd, fb, X_body_frame, k, damping, damping_condition,
+                         flags, out, singular, status, chunks):
+    """batch_bundle over ``chunks`` parallel blocks of states (see batch_gravity_threads)."""
+    N = q.shape[0]
+    for c in prange(chunks):
+        bundle_chunk(bodies, g, q, qd, fb, X_body_frame, k, damping, damping_condition, flags,
+                     out, singular, status, c * N // chunks, (c + 1) * N // chunks)
+
+
+@njit(**_JIT)
+def bundle_chunk(bodies, g, q, qd, fb, X_body_frame, k, damping, damping_condition, flags, out,
+                 singular, status, lo, hi):
+    """States lo <= s < hi of batch_bundle; a state whose q or qd is not finite is skipped
+    with status BAD_INPUT (the caller names the entry)."""
     N, n = q.shape
     res = bundle_views(out, N, n, k)
     ws = workspace(bodies.shape[0])
     bs = bundle_scratch(n, k)
-    for s in range(N):
+    for s in range(lo, hi):
+        if not (all_finite(q[s]) and all_finite(qd[s])):
+            status[s], singular[s] = BAD_INPUT, True
+            res.condition_number[s] = np.inf
+            continue
         status[s], singular[s] = _bundle_state(bodies, g, q[s], qd[s], fb, X_body_frame, k,
                                                damping, damping_condition, flags, ws, bs,
                                                res, s)

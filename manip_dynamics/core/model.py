@@ -19,6 +19,13 @@ Thread safety: a model is immutable after construction (arrays are read-only, se
 attributes raises); every call allocates its own scratch and the numba kernels release
 the GIL. ``with_*`` return new models sharing the parsed structure.
 
+Threads: batched calls of gravity_torques, coriolis_torques, mass_matrix, jacobian and
+compute_all spread their states over numba threads (prange) when the batch has at least
+``MIN_STATES_PER_THREAD`` states per thread; ``threads=`` on those calls, else
+:func:`set_threads`, else the environment variable ``MANIP_DYNAMICS_THREADS``, else
+numba's thread count (the number of CPUs) sets how many. A state's result is the same
+bits whatever the thread count (each state runs the same code on its own scratch).
+
 First call: the numba kernels are compiled on first use (a few seconds each, once per
 machine thanks to ``cache=True``); call :meth:`RobotModel.warm_up` at start-up to pay it
 before serving requests.
@@ -28,14 +35,19 @@ from __future__ import annotations
 import functools
 import math
 import numbers
+import os
+import threading
 from collections import namedtuple
 
+import numba
 import numpy as np
+from numba import njit
 
 from . import kernels as K
 from .bodies import body_table
 from .errors import (InputError, NonFiniteResultError, SingularConfigurationError,
                      UnknownFrameError)
+from .inertia import describe_defect, inertia_defect
 from .urdf import Structure, parse_urdf
 
 DynamicsTerms = namedtuple(
@@ -100,7 +112,7 @@ class RobotModel:
     @classmethod
     def from_urdf_string(cls, xml: str, root_link: str | None = None, gravity=(0.0, 0.0, -9.81)):
         """Parse a URDF string. Raises URDFError / UnsupportedJointError naming the element at
-        fault; warns (MasslessLinkWarning, once) naming links without <inertial>."""
+        fault; warns (InertiaWarning, MasslessLinkWarning: once each, see core/urdf.py)."""
         if not isinstance(xml, str):
             raise InputError(f"xml must be a str, got {type(xml).__name__}")
         return cls(parse_urdf(xml, root_link), gravity)
@@ -207,13 +219,10 @@ class RobotModel:
             raise InputError(f"payload inertia must be a finite (3, 3) array, got shape {I.shape}")
         if not np.allclose(I, I.T, atol=1e-12, rtol=1e-9):
             raise InputError("payload inertia must be symmetric")
-        ev = np.linalg.eigvalsh(I)
-        tol = 1e-9 * max(1e-12, np.abs(ev).max())
-        if ev[0] < -tol:
-            raise InputError(f"payload inertia must be positive semi-definite, eigenvalues {ev}")
-        if ev[2] > ev[0] + ev[1] + tol:
-            raise InputError(f"payload inertia: principal moments {ev} violate the triangle "
-                             "inequality (no rigid body has them)")
+        defect = inertia_defect(I)                  # core/inertia.py: the one rule
+        if defect is not None:
+            raise InputError(f"payload inertia is {describe_defect(*defect)}: no rigid body "
+                             "has it")
         c.setflags(write=False)
         I = I.copy()
         I.setflags(write=False)
@@ -263,8 +272,10 @@ class RobotModel:
                 f"unknown frame {frame!r}; frames of this model: {_tuple_names(self.frame_names)}"
             ) from None
 
-    def _states(self, x, name, like=None):
-        """-> (contiguous (N, n) float array, single?) with shape/finite checks."""
+    def _states(self, x, name, like=None, finite=True):
+        """-> (contiguous (N, n) float array, single?) with shape checks, and the finite check
+        unless ``finite`` is False (kernels that count non-finite states themselves: then
+        :meth:`_raise_nonfinite` names the culprit)."""
         n = self.n
         a = _as_float(x, name)
         if like is not None:
@@ -274,7 +285,7 @@ class RobotModel:
             raise InputError(f"{name} must have shape ({n},) or (N, {n}), got {a.shape}")
         single = a.ndim == 1
         Q = np.ascontiguousarray(a[None] if single else a)
-        if not _all_finite(Q):
+        if finite and not _all_finite(Q):
             idx = np.argwhere(~np.isfinite(a))[0]
             where = f"{name}[{', '.join(map(str, idx))}]"
             raise InputError(f"{where} (joint {self.joint_names[idx[-1]]!r}) is {a[tuple(idx)]}")
@@ -317,6 +328,14 @@ class RobotModel:
         return NonFiniteResultError(
             f"{what} overflowed to inf/NaN at state {s}: the inputs are too large ("
             + "; ".join(parts) + ") or the model's gravity / inertias are")
+
+    def _raise_nonfinite(self, what, out, single, **inputs):
+        """A kernel counted non-finite states: raise InputError naming the first non-finite
+        input entry (as _states would have), else NonFiniteResultError for ``out``."""
+        for name, a in inputs.items():
+            self._states(a[0] if single else a, name)
+        self._finite(out, what, **inputs)
+        raise NonFiniteResultError(f"{what}: a result is not finite")
 
     def _finite(self, out, what, **inputs):
         """out, or NonFiniteResultError (never a silent inf/NaN) if it is not finite."""
@@ -370,21 +389,26 @@ class RobotModel:
         return out
 
     # ------------------------------------------------------------------ dynamics terms
-    def gravity_torques(self, q):
-        """g(q) (n,): the generalized force that holds the arm still, dU/dq. N*m or N."""
-        Q, single = self._states(q, "q")
-        out = np.empty_like(Q)
-        K.batch_gravity(self._bodies, self._gravity, Q, out)
-        return self._out(self._finite(out, "g(q)", q=Q), single)
+    def gravity_torques(self, q, threads=None):
+        """g(q) (n,): the generalized force that holds the arm still, dU/dq. N*m or N.
+        (N, n) states -> (N, n), over ``threads`` threads (see the module docstring)."""
+        Q, single = self._states(q, "q", finite=False)
+        out = np.empty(Q.shape)
+        if _launch(K.batch_gravity, K.batch_gravity_threads, threads, Q.shape[0],
+                   self._bodies, self._gravity, Q, out):
+            self._raise_nonfinite("g(q)", out, single, q=Q)
+        return out[0] if single else out
 
-    def coriolis_torques(self, q, qd):
-        """C(q, qd) qd (n,): Coriolis and centrifugal torques (RNEA with qdd = 0, no gravity)."""
-        Q, single = self._states(q, "q")
-        QD, _ = self._states(qd, "qd", like=np.shape(q))
-        out = np.empty_like(Q)
-        K.batch_rnea(self._bodies, np.zeros(3), Q, QD, np.zeros_like(Q), -1, _EYE4, _NO_FEXT,
-                     out)
-        return self._out(self._finite(out, "C(q, qd) qd", q=Q, qd=QD), single)
+    def coriolis_torques(self, q, qd, threads=None):
+        """C(q, qd) qd (n,): Coriolis and centrifugal torques (RNEA with qdd = 0, no gravity).
+        (N, n) states -> (N, n), over ``threads`` threads (see the module docstring)."""
+        Q, single = self._states(q, "q", finite=False)
+        QD, _ = self._states(qd, "qd", like=np.shape(q), finite=False)
+        out = np.empty(Q.shape)
+        if _launch(K.batch_coriolis, K.batch_coriolis_threads, threads, Q.shape[0],
+                   self._bodies, Q, QD, out):
+            self._raise_nonfinite("C(q, qd) qd", out, single, q=Q, qd=QD)
+        return out[0] if single else out
 
     def coriolis_matrix(self, q, qd):
         """C(q, qd) (n, n), the Christoffel-symbol factorization: C qd = coriolis_torques,
@@ -395,12 +419,16 @@ class RobotModel:
         K.batch_coriolis_matrix(self._bodies, Q, QD, out)
         return self._out(self._finite(out, "C(q, qd)", q=Q, qd=QD), single)
 
-    def mass_matrix(self, q):
-        """M(q) (n, n), symmetric positive definite joint-space inertia (CRBA). kg*m^2 / kg."""
-        Q, single = self._states(q, "q")
-        out = np.empty((Q.shape[0], self.n, self.n))
-        K.batch_mass(self._bodies, Q, out)
-        return self._out(self._finite(out, "M(q)", q=Q), single)
+    def mass_matrix(self, q, threads=None):
+        """M(q) (n, n), symmetric positive definite joint-space inertia (CRBA). kg*m^2 / kg.
+        (N, n) states -> (N, n, n), over ``threads`` threads (see the module docstring)."""
+        Q, single = self._states(q, "q", finite=False)
+        n = Q.shape[1]
+        out = np.empty((Q.shape[0], n, n))
+        if _launch(K.batch_mass, K.batch_mass_threads, threads, Q.shape[0], self._bodies, Q,
+                   out):
+            self._raise_nonfinite("M(q)", out, single, q=Q)
+        return out[0] if single else out
 
     def friction_torques(self, qd):
         """tau_fr = viscous * qd + coulomb * sign(qd) (n,) (sign(0) = 0)."""
@@ -466,21 +494,26 @@ class RobotModel:
         """X_root_frame (4, 4): pose of ``frame`` (a link) in the root frame, translation in m.
 
         q (n,) or (N, n) -> (4, 4) or (N, 4, 4)."""
-        Q, single = self._states(q, "q")
+        Q, single = self._states(q, "q", finite=False)
         fb, X = self._frame(frame)
         pose = np.empty((Q.shape[0], 4, 4))
-        K.batch_kinematics(self._bodies, Q, fb, X, pose, _NO_JACOBIAN)
-        return self._out(self._finite(pose, f"pose of {frame!r}", q=Q), single)
+        if K.batch_kinematics(self._bodies, Q, fb, X, pose, _NO_JACOBIAN):
+            self._raise_nonfinite(f"pose of {frame!r}", pose, single, q=Q)
+        return pose[0] if single else pose
 
-    def jacobian(self, q, frame):
+    def jacobian(self, q, frame, threads=None):
         """J (6, n): [v; w] = J qd, v (m/s) the velocity of the frame ORIGIN, w (rad/s), both
-        in ROOT axes (Pinocchio's LOCAL_WORLD_ALIGNED). q (N, n) -> (N, 6, n)."""
-        Q, single = self._states(q, "q")
+        in ROOT axes (Pinocchio's LOCAL_WORLD_ALIGNED). q (N, n) -> (N, 6, n), over
+        ``threads`` threads (see the module docstring)."""
+        Q, single = self._states(q, "q", finite=False)
         fb, X = self._frame(frame)
-        pose = np.empty((Q.shape[0], 4, 4))
-        J = np.empty((Q.shape[0], 6, self.n))
-        K.batch_kinematics(self._bodies, Q, fb, X, pose, J)
-        return self._out(self._finite(J, f"Jacobian of {frame!r}", q=Q), single)
+        N, n = Q.shape
+        pose = np.empty((N, 4, 4))
+        J = np.empty((N, 6, n))
+        if _launch(K.batch_kinematics, K.batch_kinematics_threads, threads, N, self._bodies, Q,
+                   fb, X, pose, J):
+            self._raise_nonfinite(f"Jacobian of {frame!r}", J, single, q=Q)
+        return J[0] if single else J
 
     def frame_bias_acceleration(self, q, qd, frame):
         """Jdot qd (6,): the frame origin's classical acceleration [a; alpha] (m/s^2, rad/s^2) at
@@ -510,17 +543,17 @@ class RobotModel:
 
     # ------------------------------------------------------------------ task-space inertia
     def _bundle(self, q, qd, frame, *, linear_only=False, damping=0.0, damping_condition=0.0,
-                bias=False, operational=False, eigenvectors=False):
+                bias=False, operational=False, eigenvectors=False, threads=None):
         """One run of K.batch_bundle -> _BundleResult (named views of its output buffer).
 
         Always M, J, A, Lambda, condition_number, singular; ``bias``: also g and c = C qd
         (qd required); ``operational``: also mu and p; ``eigenvectors``: also the
         eigen-decomposition of A (eigenvalues, eigenvectors)."""
-        Q, single = self._states(q, "q")
+        Q, single = self._states(q, "q", finite=False)
         needs_qd = bias or operational
         if needs_qd and qd is None:
             raise InputError("qd is required (shape of q); pass zeros for a state at rest")
-        QD = self._states(qd, "qd", like=np.shape(q))[0] if needs_qd else Q
+        QD = self._states(qd, "qd", like=np.shape(q), finite=False)[0] if needs_qd else Q
         fb, X = self._frame(frame)
         d = _real(damping, "damping")
         if not math.isfinite(d) or d < 0:
@@ -536,9 +569,11 @@ class RobotModel:
         out = np.empty(N * width)        # every field asked for is written unless status != OK
         singular = np.empty(N, dtype=np.bool_)
         status = np.empty(N, dtype=np.int64)
-        K.batch_bundle(self._bodies, self._gravity, Q, QD, fb, X, k, d, dc, flags, out,
-                       singular, status)
-        if np.count_nonzero(status):       # (guarded: the message costs more than the check)
+        _launch(K.batch_bundle, K.batch_bundle_threads, threads, N, self._bodies, self._gravity,
+                Q, QD, fb, X, k, d, dc, flags, out, singular, status)
+        if status[0] if N == 1 else np.count_nonzero(status):   # (the message costs more)
+            if (status == K.BAD_INPUT).any():
+                self._raise_nonfinite("q, qd", out, single, q=Q, qd=QD)
             self._check_status(status, f"J M^-1 J^T of {frame!r} (or g, C qd)", q=Q,
                                qd=QD if needs_qd else None)
         return _BundleResult(out, layout, N, single, singular)
@@ -629,7 +664,7 @@ class RobotModel:
         return r.Lambda, r.mu, r.p
 
     def compute_all(self, q, qd, frame, linear_only=False, damping=0.0, damping_condition=0.0,
-                    ellipsoid=False):
+                    ellipsoid=False, threads=None):
         """DynamicsTerms(g, c, M, J, A, Lambda, condition_number, singular) in one call.
 
         g = g(q), c = C(q, qd) qd (n,); M (n, n); J (k, n) of the frame origin in root axes;
@@ -644,11 +679,13 @@ class RobotModel:
         state is flagged near-singular.)
 
         ellipsoid=True: returns ``(DynamicsTerms, InertiaEllipsoid)`` from the same run
-        (the ellipsoid of this ``linear_only``, as :meth:`inertia_ellipsoid` gives it)."""
+        (the ellipsoid of this ``linear_only``, as :meth:`inertia_ellipsoid` gives it).
+
+        (N, n) states run over ``threads`` threads (see the module docstring)."""
         want_ellipsoid = _flag(ellipsoid, "ellipsoid")
         r = self._bundle(q, qd, frame, linear_only=linear_only, damping=damping,
                          damping_condition=damping_condition, bias=True,
-                         eigenvectors=want_ellipsoid)
+                         eigenvectors=want_ellipsoid, threads=threads)
         terms = r.dynamics_terms()
         return (terms, self._ellipsoid(r)) if want_ellipsoid else terms
 
@@ -667,7 +704,23 @@ class RobotModel:
             self.forward_dynamics(q, q, q)
         except SingularConfigurationError:
             pass
+        self._warm_up_threads(tip)
         return self
+
+    def _warm_up_threads(self, frame):
+        """Compile the threaded kernels (numba's parallel entry points) on two states."""
+        Q = np.zeros((2, self.n))
+        fb, X = self._frame(frame)
+        bodies, g = self._bodies, self._gravity
+        K.batch_gravity_threads(bodies, g, Q, np.empty_like(Q), 2)
+        K.batch_coriolis_threads(bodies, Q, Q, np.empty_like(Q), 2)
+        K.batch_mass_threads(bodies, Q, np.empty((2, self.n, self.n)), 2)
+        K.batch_kinematics_threads(bodies, Q, fb, X, np.empty((2, 4, 4)),
+                                   np.empty((2, 6, self.n)), 2)
+        for k in (6, 3):
+            out = np.empty(2 * _bundle_layout(self.n, k)[1])
+            K.batch_bundle_threads(bodies, g, Q, Q, fb, X, k, 0.0, 0.0, K.BIAS, out,
+                                   np.empty(2, dtype=np.bool_), np.empty(2, dtype=np.int64), 2)
 
 
 class _BundleResult:
@@ -697,10 +750,33 @@ class _BundleResult:
         return self._singular[0] if self.single else self._singular
 
     def dynamics_terms(self):
-        """DynamicsTerms of this run (compute_all's per-call path: no property frames)."""
+        """DynamicsTerms of this run (compute_all's per-call path: no property frames; a
+        single state slices the buffer directly)."""
+        if self.single:
+            out, layout = self._out, self._layout
+            (a, b, _), (c, d, _), (e, f, sM), (g, h, sJ), (i, j, sA), (k, l, sL), (m, _, _) = \
+                _single_slices(id(layout), layout)
+            return DynamicsTerms(out[a:b], out[c:d], out[e:f].reshape(sM), out[g:h].reshape(sJ),
+                                 out[i:j].reshape(sA), out[k:l].reshape(sL), out[m],
+                                 self._singular[0])
         v = self._view
         return DynamicsTerms(v("g"), v("c"), v("M"), v("J"), v("A"), v("Lambda"),
                              v("condition_number"), self.singular)
+
+
+_SINGLE_SLICES = {}
+
+
+def _single_slices(key, layout):
+    """(start, stop, shape) of g, c, M, J, A, Lambda, condition_number in a one-state buffer
+    of this layout (cached per layout: _bundle_layout returns one dict per (n, k))."""
+    try:
+        return _SINGLE_SLICES[key]
+    except KeyError:
+        spans = tuple((layout[f][0], layout[f][0] + layout[f][1], layout[f][2])
+                      for f in ("g", "c", "M", "J", "A", "Lambda", "condition_number"))
+        _SINGLE_SLICES[key] = spans
+        return spans
 
 
 for _name, _ in K.bundle_layout(0, 0):     # r.g, r.c, r.M, ...: plain properties (fast)
@@ -717,6 +793,64 @@ def _bundle_layout(n, k):
         layout[name] = (start, size, shape)
         start += size
     return layout, start
+
+
+# ------------------------------------------------------------------ threads
+# Smaller batches run in the calling thread. A threaded launch wakes numba's worker threads:
+# tens of microseconds on an idle machine, up to a scheduler time slice (milliseconds) on a
+# loaded one, where 1000 states (~1 ms of work) took 4-40x longer on 2 threads than on one.
+MIN_STATES_PER_THREAD = 2048
+_THREADS_ENV = "MANIP_DYNAMICS_THREADS"
+_threads_setting = [None]      # set_threads(); None: the environment, else numba's count
+_launch_lock = threading.Lock()
+
+
+def _thread_count(threads, name):
+    """A thread count: an int >= 1 (not bool) -> int; InputError naming ``name`` otherwise."""
+    if isinstance(threads, (int, np.integer)) and not isinstance(threads, (bool, np.bool_)) \
+            and threads >= 1:
+        return int(threads)
+    raise InputError(f"{name} must be an integer >= 1, got {threads!r}")
+
+
+def set_threads(threads=None):
+    """Default thread count of the batched calls (None: back to MANIP_DYNAMICS_THREADS, else
+    numba's thread count, i.e. the CPUs). More than numba's NUMBA_NUM_THREADS (fixed at
+    start-up) run as that many."""
+    _threads_setting[0] = None if threads is None else _thread_count(threads, "threads")
+
+
+def get_threads():
+    """The thread count a batched call uses when it is not given ``threads=``."""
+    if _threads_setting[0] is not None:
+        return _threads_setting[0]
+    env = os.environ.get(_THREADS_ENV, "").strip()
+    if env:
+        try:
+            return _thread_count(int(env), _THREADS_ENV)
+        except ValueError:
+            raise InputError(f"{_THREADS_ENV} must be an integer >= 1, got {env!r}") from None
+    return numba.config.NUMBA_NUM_THREADS
+
+
+def _launch(serial, threaded, threads, N, *args):
+    """serial(*args) in the calling thread, or threaded(*args, t) over t numba threads when
+    the batch of N states has MIN_STATES_PER_THREAD states for each. One threaded launch at a
+    time: a second Python thread meanwhile runs its batch serially (no oversubscription;
+    numba's workqueue layer also forbids concurrent launches). Returns the kernel's result."""
+    if N < 2 * MIN_STATES_PER_THREAD:
+        if threads is not None:
+            _thread_count(threads, "threads")
+        return serial(*args)
+    t = get_threads() if threads is None else _thread_count(threads, "threads")
+    t = min(t, N // MIN_STATES_PER_THREAD, numba.config.NUMBA_NUM_THREADS)
+    if t > 1 and _launch_lock.acquire(blocking=False):
+        try:
+            numba.set_num_threads(t)
+            return threaded(*args, t)
+        finally:
+            _launch_lock.release()
+    return serial(*args)
 
 
 def _as_float(x, name):
@@ -744,10 +878,20 @@ def _as_float(x, name):
 
 
 def _all_finite(a):
-    """np.isfinite(a).all() of a float array, fast in the common case: the sum of squares is
-    finite if every entry is (it may also overflow with finite entries, hence the precise
-    check then; vdot, unlike dot, does not warn on overflow)."""
-    return math.isfinite(np.vdot(a, a)) or bool(np.isfinite(a).all())
+    """np.isfinite(a).all() of a float64 array without a temporary and without BLAS (a
+    multithreaded OpenBLAS dot product stalled for 16-24 ms on a loaded 2-core machine:
+    docs/realtime.md). One pass of ``_sum_of_differences``: 0 if every entry is finite."""
+    return _sum_of_differences(a.reshape(-1)) == 0.0
+
+
+@njit(cache=True, nogil=True, fastmath=False)
+def _sum_of_differences(flat):
+    """sum(x - x) over a 1-D float array: 0.0 if every x is finite, NaN otherwise
+    (inf - inf and NaN - NaN are NaN); branch-free, so the loop vectorises."""
+    acc = 0.0
+    for i in range(flat.shape[0]):
+        acc += flat[i] - flat[i]
+    return acc
 
 
 def _real(x, name):

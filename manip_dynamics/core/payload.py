@@ -38,13 +38,16 @@ class PayloadEstimate:
     rows: int
 
 
-def estimate_payload(model, frame, q, tau, qd=None, qdd=None, inertia=None, friction=False):
+def estimate_payload(model, frame, q, tau, qd=None, qdd=None, inertia=None, friction=False,
+                     min_speed=0.0):
     """Estimate the payload rigidly attached to link ``frame`` from measured joint torques.
 
     q, tau (N, n) (N >= 2 poses); qd, qdd (N, n) for a moving recording, None for static
     poses (then the residual is tau - g(q)). inertia: estimate the inertia too (default:
     only if qd is given and the stacked 10-column regressor has full rank, condition
-    number < 1e6). friction: subtract the model's friction torques. Raises InputError if
+    number < 1e6). friction: subtract the model's friction torques. min_speed (rad/s, m/s;
+    moving recordings): drop the equation of joint j where |qd_j| < min_speed, where dry
+    friction sticks and slips and sign(qd) is not its torque. Raises InputError if
     the poses cannot determine the mass and CoM (e.g. a single orientation).
     """
     q = np.atleast_2d(np.asarray(q, dtype=float))
@@ -56,7 +59,8 @@ def estimate_payload(model, frame, q, tau, qd=None, qdd=None, inertia=None, fric
     qdd = np.zeros_like(q) if qdd is None else np.atleast_2d(np.asarray(qdd, dtype=float))
     Y = frame_regressor(model, q, qd, qdd, frame)                      # (N, n, 10)
     r = tau - model.inverse_dynamics(q, qd, qdd, friction=friction)
-    W, y = Y.reshape(-1, 10), r.ravel()
+    rows = (np.abs(qd) >= min_speed).ravel() if not static else np.ones(r.size, bool)
+    W, y = Y.reshape(-1, 10)[rows], r.ravel()[rows]
     if inertia is None:
         inertia = not static and _cond(W) < 1e6
     cols = 10 if inertia else 4
@@ -78,9 +82,12 @@ def estimate_payload(model, frame, q, tau, qd=None, qdd=None, inertia=None, fric
     G = np.zeros((3, cols))                     # d c / d [m, h] = [-c / m, 1 / m]
     G[:, 0], G[:, 1:4] = -c / m, np.eye(3) / m
     com_std = np.sqrt(np.diag(G @ cov @ G.T))
+    full = np.zeros(r.size)
+    full[rows] = res
+    used = np.maximum(rows.reshape(r.shape).sum(axis=0), 1)
     return PayloadEstimate(frame, float(m), c, I_c if inertia else None,
                            float(np.sqrt(cov[0, 0])), com_std,
-                           np.sqrt(np.mean(res.reshape(r.shape) ** 2, axis=0)), len(y))
+                           np.sqrt((full.reshape(r.shape) ** 2).sum(axis=0) / used), len(y))
 
 
 def _cond(W):

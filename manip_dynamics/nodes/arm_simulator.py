@@ -37,39 +37,20 @@ import math
 import time
 
 import numpy as np
-from rcl_interfaces.msg import (FloatingPointRange, ParameterDescriptor, SetParametersResult)
+from rcl_interfaces.msg import SetParametersResult
 from rclpy.exceptions import ParameterException
 from rclpy.node import Node
-from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.time import Time
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, String
 
 from manip_dynamics import ManipDynamicsError
-from manip_dynamics.nodes.runner import run_node
+from manip_dynamics.nodes.runner import declare_table, run_node, table_values
 from manip_dynamics.sim.commands import CommandHold, MeasurementNoise
-from manip_dynamics.sim.parameters import PARAMETERS, check, per_joint
+from manip_dynamics.sim.parameters import PARAMETERS, check, check_all, per_joint
 from manip_dynamics.sim.plants import build_plant, load_robot
 from manip_dynamics_interfaces.srv import ApplyWrench
-
-_TYPES = {"bool": Parameter.Type.BOOL, "integer": Parameter.Type.INTEGER,
-          "double": Parameter.Type.DOUBLE, "string": Parameter.Type.STRING,
-          "double_array": Parameter.Type.DOUBLE_ARRAY,
-          "string_array": Parameter.Type.STRING_ARRAY}
-
-
-def _descriptor(p) -> ParameterDescriptor:
-    """The table row as a descriptor: description, read-only, bounds as a range."""
-    d = ParameterDescriptor(description=p.description, read_only=p.read_only)
-    if p.type == "double" and p.bounds:
-        low, high = p.bounds
-        d.floating_point_range = [FloatingPointRange(
-            from_value=-math.inf if low is None else float(low),
-            to_value=math.inf if high is None else float(high))]
-    if p.choices:
-        d.additional_constraints = "one of " + ", ".join(p.choices)
-    return d
 
 
 class ArmSimulator(Node):
@@ -77,17 +58,14 @@ class ArmSimulator(Node):
 
     def __init__(self):
         super().__init__("arm_simulator")
-        for p in PARAMETERS:
-            self.declare_parameter(p.name, _TYPES[p.type] if p.default is None else p.default,
-                                   _descriptor(p))
+        declare_table(self, PARAMETERS)      # the table's bounds: ParameterValueError
         values = self._values()
         self.model, self.urdf_xml = load_robot(values["robot"], values["urdf_file"])
         self.joint_names = list(self.model.joint_names)
         self.plant_name = values["plant"]
-        for name, value in values.items():
-            reason = check(name, value, self.joint_names, self.plant_name)
-            if reason:
-                raise ValueError(reason)
+        reason = check_all(values, self.joint_names, self.plant_name)  # per-joint, plant
+        if reason:
+            raise ValueError(reason)
         self.substeps = max(1, round(values["sim_rate"] / values["publish_rate"]))
         self.h = 1.0 / (values["publish_rate"] * self.substeps)
         self.plant = build_plant(self.urdf_xml, self.model, values, self.h)
@@ -105,10 +83,8 @@ class ArmSimulator(Node):
             f"{values['real_time_factor']}")
 
     def _values(self) -> dict:
-        """Every parameter's value by name; an unset array is None."""
-        params = {p.name: self.get_parameter_or(p.name, None) for p in PARAMETERS}
-        return {name: None if p is None or p.type_ == Parameter.Type.NOT_SET else p.value
-                for name, p in params.items()}
+        """Every parameter's value by name; an unset array is []."""
+        return table_values(self, PARAMETERS)
 
     def _create_interfaces(self, values):
         self.joint_state_pub = self.create_publisher(JointState, "joint_states", 10)

@@ -6,6 +6,10 @@ the latest joint state on its ``~/dynamics`` topic (manip_dynamics_interfaces/Dy
     mode off:              tau = 0
     mode gravity:          tau = g(q)
     mode computed_torque:  tau = M(q) (qdd_d + Kd (qd_d - qd) + Kp (q_d - q)) + C(q, qd) qd + g(q)
+    mode excitation:       the same law on the trajectory in ``excitation_file`` (a
+                           core/excitation.py FourierTrajectory JSON file), reached from the
+                           measured position by a quintic lead-in and held at its end
+                           (manip_dynamics.rules.excitation_player)
 
 With a perfect model the closed loop is e'' + Kd e' + Kp e = 0 for every joint (e = q_d - q):
 Kp = wn^2, Kd = 2 zeta wn. The defaults (Kp = 100 s^-2, Kd = 20 s^-1) are critically damped
@@ -15,7 +19,7 @@ Reference (per joint j, t since the mode or the trajectory parameters last chang
 
     q_d(t) = home_j + amplitude_j (1 - cos(2 pi frequency_j t))
 
-so the reference starts at rest at ``home`` (no velocity step) and swings between home and
+(computed_torque mode) so the reference starts at rest at ``home`` (no velocity step) and swings between home and
 home + 2 amplitude. ``amplitude: [0.0]`` holds ``home``; an empty ``home`` means "the
 position measured when tracking (re)starts". Per-joint parameters take 1 value (all joints)
 or one per joint in the order of the Dynamics message's ``joint_names``.
@@ -40,40 +44,39 @@ from rclpy.node import Node
 from sensor_msgs.msg import JointState
 
 from manip_dynamics_interfaces.msg import Dynamics
-from manip_dynamics.nodes.runner import array_parameter, declare_table, run_node
+from manip_dynamics.core.errors import InputError
+from manip_dynamics.nodes.runner import declare_table, run_node, table_values
+from manip_dynamics.rules.excitation_player import ExcitationPlayer, load_trajectory
 from manip_dynamics.rules.parameter_table import ParameterValueError, ParamSpec, check_table
 
-MODES = ('off', 'gravity', 'computed_torque')
-TRAJECTORY = ('home', 'amplitude', 'frequency', 'mode')
-PER_JOINT_NOTE = '1 value (all joints) or one per joint'
+MODES = ('off', 'gravity', 'computed_torque', 'excitation')
+TRAJECTORY = ('home', 'amplitude', 'frequency', 'mode', 'excitation_file')
 
 PARAMETERS = (
     ParamSpec('mode', 'string', 'gravity',
-              'off (zero torque), gravity (tau = g) or computed_torque.', choices=MODES),
+              'off (zero torque), gravity (tau = g), computed_torque (sinusoidal reference) '
+              'or excitation (plays excitation_file).', choices=MODES),
     ParamSpec('kp', 'double_array', [100.0],
               'Position gain Kp per joint (1/s^2, acceleration units); 1 value: all.',
-              PER_JOINT_NOTE, low=0.0, min_items=1),
+              low=0.0, min_items=1, per_joint='one_or_each'),
     ParamSpec('kd', 'double_array', [20.0],
               'Velocity gain Kd per joint (1/s); 1 value: all.',
-              PER_JOINT_NOTE, low=0.0, min_items=1),
+              low=0.0, min_items=1, per_joint='one_or_each'),
     ParamSpec('home', 'double_array', [],
               'Centre pose of the reference (rad, m); empty: the position when tracking starts.',
-              'empty, or ' + PER_JOINT_NOTE),
+              'or empty', per_joint='one_or_each'),
     ParamSpec('amplitude', 'double_array', [0.0],
               'Reference amplitude A per joint (rad, m): q_d = home + A (1 - cos(2 pi f t)); '
-              '0 holds home.', PER_JOINT_NOTE, low=0.0, min_items=1),
+              '0 holds home.', low=0.0, min_items=1, per_joint='one_or_each'),
     ParamSpec('frequency', 'double_array', [0.25],
-              'Reference frequency f per joint (Hz).', PER_JOINT_NOTE, low=0.0, min_items=1),
+              'Reference frequency f per joint (Hz).', low=0.0, min_items=1,
+              per_joint='one_or_each'),
+    ParamSpec('excitation_file', 'string', '',
+              'Excitation trajectory played in mode excitation (JSON of '
+              'manip_dynamics.core.excitation.FourierTrajectory.save).',
+              'a readable trajectory file, or empty'),
 )
 SPECS = {spec.name: spec for spec in PARAMETERS}
-
-
-def per_joint(values, n, name):
-    """Broadcast a 1-element list, accept an n-element list, else ValueError naming ``name``."""
-    arr = np.asarray(values, dtype=float)
-    if arr.shape not in ((1,), (n,)):
-        raise ValueError(f'{name}: expected 1 or {n} values, got {len(arr)}')
-    return np.broadcast_to(arr, (n,))
 
 
 def reference(t, home, amplitude, frequency):
@@ -120,6 +123,10 @@ class ComputedTorqueController(Node):
 
         self.t0 = None            # trajectory start (s, message stamp); None: restart at next state
         self.home_latched = None
+        self.player = None        # ExcitationPlayer of the current excitation run
+        self._new_trajectory = {}  # on-set callback -> post-set callback
+        path = self.get_parameter('excitation_file').value
+        self.trajectory = load_trajectory(path) if path else None
         self.command_pub = self.create_publisher(JointState, 'effort_command', 10)
         self.reference_pub = self.create_publisher(JointState, '~/reference', 10)
         self.create_subscription(Dynamics, 'dynamics_node/dynamics', self.on_dynamics, 10)
@@ -130,14 +137,19 @@ class ComputedTorqueController(Node):
         """Refuse values outside the table's bounds, naming the parameter."""
         try:
             check_table(SPECS, {p.name: p.value for p in params})
-        except ParameterValueError as exc:
+            self._new_trajectory = {p.name: load_trajectory(p.value) if p.value else None
+                                    for p in params if p.name == 'excitation_file'}
+        except (ParameterValueError, InputError) as exc:
             return SetParametersResult(successful=False, reason=str(exc))
         return SetParametersResult(successful=True)
 
     def on_parameters_set(self, params):
+        if any(p.name == 'excitation_file' for p in params):
+            self.trajectory = self._new_trajectory['excitation_file']
         if any(p.name in TRAJECTORY for p in params):
             self.t0 = None          # restart the reference from the next measured state
             self.home_latched = None
+            self.player = None
 
     # ------------------------------------------------------------------ control
     def on_dynamics(self, msg: Dynamics):
@@ -146,34 +158,33 @@ class ComputedTorqueController(Node):
         except ValueError as err:
             self.get_logger().warning(f'ignoring Dynamics message: {err}', throttle_duration_sec=1.0)
             return
-        n = len(dyn['q'])
         mode = self.get_parameter('mode').value
         t = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
         q_d = qd_d = qdd_d = None
-        if mode == 'computed_torque':
-            try:
-                kp = per_joint(array_parameter(self, 'kp'), n, 'kp')
-                kd = per_joint(array_parameter(self, 'kd'), n, 'kd')
-                amplitude = per_joint(array_parameter(self, 'amplitude'), n, 'amplitude')
-                frequency = per_joint(array_parameter(self, 'frequency'), n, 'frequency')
-                home = array_parameter(self, 'home')
-                home = per_joint(home, n, 'home') if home else None
-            except ValueError as err:
+        if mode == 'excitation':
+            mode, kp, kd, q_d, qd_d, qdd_d = self._excitation(msg, dyn, t)
+        elif mode == 'computed_torque':
+            joints = list(msg.joint_names)
+            values = table_values(self, PARAMETERS)
+            try:        # per-joint lengths are judged here, where the joints are known
+                kp, kd, amplitude, frequency, home = (
+                    np.asarray(SPECS[name].joint_values(values[name], joints))
+                    for name in ('kp', 'kd', 'amplitude', 'frequency', 'home'))
+            except ParameterValueError as err:
                 # Never leave the arm unpowered because of a typo: hold it against gravity.
-                self.get_logger().error(f'{err} ({n} joints: {", ".join(msg.joint_names)}); '
-                                        'commanding gravity compensation only',
+                self.get_logger().error(f'{err}; commanding gravity compensation only',
                                         throttle_duration_sec=1.0)
                 mode = 'gravity'
             else:
                 if self.t0 is None:
                     self.t0 = t
-                    self.home_latched = dyn['q'].copy() if home is None else home.copy()
+                    self.home_latched = dyn['q'].copy() if home.size == 0 else home
                     self.get_logger().info(
                         f'tracking from home {np.round(self.home_latched, 4).tolist()}')
                 q_d, qd_d, qdd_d = reference(t - self.t0, self.home_latched, amplitude,
                                              frequency)
         tau = (control_torque(mode, dyn, kp, kd, q_d, qd_d, qdd_d)
-               if mode == 'computed_torque' else control_torque(mode, dyn, 0, 0, 0, 0, 0))
+               if q_d is not None else control_torque(mode, dyn, 0, 0, 0, 0, 0))
 
         command = JointState()
         command.header.stamp = msg.header.stamp
@@ -189,9 +200,30 @@ class ComputedTorqueController(Node):
             ref.effort = tau.tolist()
             self.reference_pub.publish(ref)
 
+    def _excitation(self, msg, dyn, t):
+        """(mode, kp, kd, q_d, qd_d, qdd_d) of excitation mode at stamp t; mode 'gravity'
+        and no reference (an error logged) if the gains or the trajectory do not fit."""
+        values = table_values(self, PARAMETERS)
+        try:
+            kp, kd = (np.asarray(SPECS[name].joint_values(values[name], list(msg.joint_names)))
+                      for name in ('kp', 'kd'))
+            if self.trajectory is None:
+                raise InputError('mode excitation needs the parameter excitation_file')
+            if self.player is None or self.player.joint_names != tuple(msg.joint_names):
+                self.player = ExcitationPlayer.start(self.trajectory, msg.joint_names, dyn['q'])
+                self.t0 = t
+                self.get_logger().info(
+                    f'excitation: lead-in {self.player.lead_in:.2f} s, then '
+                    f'{self.trajectory.duration:.2f} s of trajectory')
+        except (ParameterValueError, ValueError, InputError) as err:
+            self.get_logger().error(f'{err}; commanding gravity compensation only',
+                                    throttle_duration_sec=1.0)
+            return 'gravity', None, None, None, None, None
+        return ('excitation', kp, kd) + tuple(self.player.reference(t - self.t0))
+
 
 def main(args=None) -> int:
-    return run_node(ComputedTorqueController, args, fatal=(ParameterValueError,),
+    return run_node(ComputedTorqueController, args, fatal=(ParameterValueError, InputError),
                     name='computed_torque_controller')
 
 

@@ -6,7 +6,8 @@ For every accepted ``joint_states`` message (stamp copied to every output)::
     ~/coriolis_torques   sensor_msgs/JointState   effort = C(q, qd) qd   (model order)
     ~/gravity_command    std_msgs/Float64MultiArray  g(q) in ``command_joints`` order
     ~/dynamics           manip_dynamics_interfaces/Dynamics  g, C qd, M, J, Lambda, cond
-    ~/inertia_markers    visualization_msgs/MarkerArray  (at most ``markers.rate`` Hz)
+    ~/inertia_markers    visualization_msgs/MarkerArray  (a timer, ``outputs.inertia_markers.rate``)
+    /diagnostics         diagnostic_msgs/DiagnosticArray  (1 Hz: rates, skips, callback times)
 
 with ``tau = M(q) qdd + C(q, qd) qd + g(q)`` (g holds the arm still). The robot model comes
 from the ``robot_description`` parameter, else the ``urdf_file`` parameter, else the
@@ -15,22 +16,27 @@ query services (``~/inverse_dynamics`` ...) are ``manip_dynamics.nodes.services`
 
 The node only translates: callbacks read messages, call the core, fill messages. All
 state a callback needs is one immutable ``Snapshot`` (plus the parameter values it was
-built from), swapped in one assignment; parameters and descriptions are validated before
-anything changes. docs/node.md lists the parameters and the bad-input behaviour.
+built from, and the reused output messages: ``state_outputs.StateOutputs``), swapped in
+one assignment; parameters and descriptions are validated before anything changes.
+docs/node.md lists the parameters and the bad-input behaviour.
+
+Latest wins: when several joint_states messages wait in the subscription's queue (the
+node fell behind), the callback takes them all and computes only the newest; the others
+are counted as skipped (``latest-wins`` on /diagnostics) and reach neither the outputs
+nor the state listeners. Per-output switches and rate limits: ``outputs.<name>.*``.
 
 Run: ``ros2 run manip_dynamics dynamics_node --ros-args -p urdf_file:=arm.urdf`` or
 ``python -m manip_dynamics.nodes.dynamics_node --ros-args -r __ns:=/left ...``.
 """
 from __future__ import annotations
 
-import array
 import threading
 import time
 import traceback
 from types import MappingProxyType
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
-import numpy as np
+from diagnostic_msgs.msg import DiagnosticArray
 from rcl_interfaces.msg import SetParametersResult
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.clock import JumpThreshold
@@ -44,39 +50,30 @@ from visualization_msgs.msg import MarkerArray
 
 from manip_dynamics.core.errors import InputError, ManipDynamicsError, NonFiniteResultError
 from manip_dynamics.nodes import markers
+from manip_dynamics.nodes.diagnostics import diagnostic_array
+from manip_dynamics.nodes.contact_outputs import ContactOutputs
 from manip_dynamics.nodes.runner import declare_table, run_node
 from manip_dynamics.nodes.services import DynamicsServices
+from manip_dynamics.nodes.state_outputs import StateOutputs
+from manip_dynamics.nodes.payload_service import PayloadService
 from manip_dynamics.rules.dynamics_parameters import (PARAMETERS, SPECS, ParameterValueError,
                                                       check_values)
 from manip_dynamics.rules.model_source import Applied, Description, ModelSource
 from manip_dynamics.rules.parameter_table import ParameterTypeError
 from manip_dynamics.rules.snapshot import Snapshot
 from manip_dynamics.rules.stamp_gate import StampGate
+from manip_dynamics.rules.stats import NodeStats, diagnostic_status
 from manip_dynamics.rules.throttled_log import ThrottledLog
 from manip_dynamics_interfaces.msg import Dynamics
 
 NODE_NAME = "dynamics_node"
 WARNING_PERIOD = 5.0     # s: a repeated input problem is logged at most this often
 TOPIC_ORIGIN = "topic robot_description"
+DIAGNOSTICS_PERIOD = 1.0  # s (the ROS convention: 1 Hz on /diagnostics)
 
 
 class ConfigurationError(ManipDynamicsError, RuntimeError):
     """The node cannot start with the given parameters (the message says which one)."""
-
-
-def _joint_state(header: Header, names, q, qd, effort) -> JointState:
-    msg = JointState(header=header, name=list(names), position=_f64(q), effort=_f64(effort))
-    if qd is not None:
-        msg.velocity = _f64(qd)
-    return msg
-
-
-def _f64(a) -> array.array:
-    """A float64[] message field from an array: row-major flattening, and an array('d'),
-    which the generated message setters take without checking element by element."""
-    out = array.array("d")
-    out.frombytes(np.ascontiguousarray(a, dtype=np.float64).tobytes(order="C"))
-    return out
 
 
 class DynamicsNode(Node):
@@ -90,8 +87,18 @@ class DynamicsNode(Node):
         self._gate = StampGate()
         self._pending: Optional[Applied] = None
         self._resetting = False
-        self._last_marker_time = -float("inf")
         self._throttled = ThrottledLog(self.get_logger(), WARNING_PERIOD)
+        self._outputs: Optional[StateOutputs] = None   # the hot path's view of self._state
+        self._latest: Optional[tuple] = None     # (outputs, header, q) of the newest state
+        self._marker_sent: Optional[tuple] = None  # the _latest the last markers were built from
+        self._marker_builder: Optional[markers.InertiaMarkers] = None  # reused per snapshot
+        self._stats = NodeStats(time.monotonic(), time.process_time())
+        # Called after the outputs of every computed state, in order:
+        # listener(snapshot, msg, q, qd, terms) with msg the JointState as received, q and qd
+        # in model order (qd None for a position-only state), terms the core's DynamicsTerms
+        # (None without velocities). A listener's exception costs only that listener.
+        # States skipped by latest-wins (or for bad input) do not reach the listeners.
+        self.state_listeners: list[Callable] = []
 
         try:
             values = declare_table(self, PARAMETERS)
@@ -102,32 +109,23 @@ class DynamicsNode(Node):
             raise ConfigurationError(f"invalid parameter {exc}") from None
         self._state = Applied(None, None, MappingProxyType(values))
 
-        reliability = (ReliabilityPolicy.RELIABLE if values["joint_states_qos.reliability"]
-                       == "reliable" else ReliabilityPolicy.BEST_EFFORT)
-        state_qos = QoSProfile(history=HistoryPolicy.KEEP_LAST,
-                               depth=int(values["joint_states_qos.depth"]),
-                               reliability=reliability, durability=DurabilityPolicy.VOLATILE)
         latched = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
                              durability=DurabilityPolicy.TRANSIENT_LOCAL)
-
-        self._gravity_pub = self.create_publisher(JointState, "~/gravity_torques", 10)
-        self._coriolis_pub = self.create_publisher(JointState, "~/coriolis_torques", 10)
-        self._command_pub = self.create_publisher(Float64MultiArray, "~/gravity_command", 10)
-        self._dynamics_pub = self.create_publisher(Dynamics, "~/dynamics", 10)
+        self._output_pubs = {
+            "gravity_torques": self.create_publisher(JointState, "~/gravity_torques", 10),
+            "coriolis_torques": self.create_publisher(JointState, "~/coriolis_torques", 10),
+            "gravity_command": self.create_publisher(Float64MultiArray, "~/gravity_command",
+                                                     10),
+            "dynamics": self.create_publisher(Dynamics, "~/dynamics", 10),
+        }
         self._markers_pub = self.create_publisher(MarkerArray, "~/inertia_markers", 10)
+        self._diagnostics_pub = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
 
-        # joint_states in their own mutually exclusive group: handled one at a time, in
-        # order. main() spins a single-threaded executor (a multi-threaded one cost 15x the
-        # latency at 1 kHz: benchmarks/bench_node_latency.py); the groups keep the node
-        # correct under a MultiThreadedExecutor too (services: their own reentrant group).
-        self._input_group = MutuallyExclusiveCallbackGroup()
-        self._joint_states_sub = self.create_subscription(
-            JointState, "joint_states", self._on_joint_states, state_qos,
-            callback_group=self._input_group)
         self._description_sub = self.create_subscription(
             String, "robot_description", self._on_robot_description, latched)
-
         self.dynamics_services = DynamicsServices(self, lambda: self.snapshot)
+        self.contact_outputs = ContactOutputs(self)   # the observer on effort (a state listener)
+        self.payload_service = PayloadService(self, lambda: self._state)   # ~/estimate_payload
 
         self.add_on_set_parameters_callback(self._validate_parameters)
         self.add_post_set_parameters_callback(self._apply_parameters)
@@ -135,8 +133,31 @@ class DynamicsNode(Node):
         self._jump_handle = self.get_clock().create_jump_callback(
             JumpThreshold(min_forward=None, min_backward=Duration(nanoseconds=-1)),
             post_callback=self._on_time_jump)
+        self._marker_timer = self.create_timer(
+            1.0 / float(values["outputs.inertia_markers.rate"]), self._on_marker_timer)
+        self._diagnostics_timer = self.create_timer(DIAGNOSTICS_PERIOD,
+                                                    self._publish_diagnostics)
 
-        self._load_initial_model(values)
+        self._load_initial_model(values)     # parses and warms up (compiles) the model
+        self._joint_states_sub = self._subscribe_joint_states(values)
+
+    def _subscribe_joint_states(self, values):
+        """The joint_states subscription, created last: a model given at start-up is loaded
+        and its kernels compiled before the first message can arrive.
+
+        joint_states has its own mutually exclusive group: handled one at a time, in order
+        (latest-wins relies on it). main() spins one thread (EventsExecutor by default, or
+        a SingleThreadedExecutor: parameter ``executor``; a MultiThreadedExecutor cost 15x
+        the latency at 1 kHz); the groups keep the node correct under a
+        MultiThreadedExecutor too (services: their own reentrant group)."""
+        reliability = (ReliabilityPolicy.RELIABLE if values["joint_states_qos.reliability"]
+                       == "reliable" else ReliabilityPolicy.BEST_EFFORT)
+        state_qos = QoSProfile(history=HistoryPolicy.KEEP_LAST,
+                               depth=int(values["joint_states_qos.depth"]),
+                               reliability=reliability, durability=DurabilityPolicy.VOLATILE)
+        self._input_group = MutuallyExclusiveCallbackGroup()
+        return self.create_subscription(JointState, "joint_states", self._on_joint_states,
+                                        state_qos, callback_group=self._input_group)
 
     # ------------------------------------------------------------------ public
 
@@ -241,28 +262,36 @@ class DynamicsNode(Node):
         self._swap(new)
 
     def _swap(self, new: Applied) -> None:
-        """Make ``new`` current (one assignment); clear markers / stamp order if needed."""
+        """Make ``new`` current (one assignment each for the state and its outputs); clear
+        markers / stamp order if needed. A new model is warmed up (compiled) first."""
         old = self._state
         model_changed = new.base_model is not old.base_model
         markers_changed = (old.snapshot is None or new.snapshot is None
                            or old.snapshot.markers != new.snapshot.markers
                            or old.snapshot.tip_frame != new.snapshot.tip_frame)
+        if model_changed and new.snapshot is not None:
+            self._warm_up(new.snapshot)
+        outputs = (None if new.snapshot is None else
+                   StateOutputs(new.snapshot, new.values, self._output_pubs, new.origin))
         with self._marker_lock:
             self._state = new
+            self._outputs = outputs
             if model_changed:
                 self._gate.reset()
             if (model_changed or markers_changed) and old.snapshot is not None:
+                self._latest = self._marker_sent = None
                 self._markers_pub.publish(markers.delete_all(
                     Header(stamp=self.get_clock().now().to_msg(),
                            frame_id=old.snapshot.model.root_link)))
-                self._last_marker_time = -float("inf")
+        period_ns = int(1e9 / float(new.values["outputs.inertia_markers.rate"]))
+        if self._marker_timer.timer_period_ns != period_ns:
+            self._marker_timer.timer_period_ns = period_ns
         if model_changed and new.snapshot is not None:
             model = new.snapshot.model
             self.get_logger().info(
                 f"robot model from {new.origin}: {model.n} joints "
                 f"[{', '.join(model.joint_names)}], root {model.root_link}, "
                 f"tip {new.snapshot.tip_frame}")
-            self._warm_up(new.snapshot)
 
     def _warm_up(self, snapshot: Snapshot) -> None:
         """Compile the core's kernels now, so the first message or request does not wait."""
@@ -280,114 +309,153 @@ class DynamicsNode(Node):
         self._throttled(level, key, "joint_states message skipped: " + text)
 
     def _on_joint_states(self, msg: JointState) -> None:
+        """Latest wins beyond a short backlog: take what else waits in the queue; up to
+        ``joint_states_backlog`` older messages are computed in order, a longer backlog is
+        skipped and only the newest is computed."""
+        outputs = self._outputs
+        batch, n_skipped = [msg], 0
+        if outputs is None or outputs.latest_wins:
+            batch = self._take_waiting(msg)
+            backlog = outputs.backlog if outputs is not None else 0
+            if len(batch) - 1 > backlog:
+                batch, n_skipped = batch[-1:], len(batch) - 1
+        stats = self._stats
+        stats.received(len(batch) + n_skipped)
+        if n_skipped:
+            stats.skipped("latest-wins", n_skipped)
+        for state in batch:
+            self._compute_one(state, stats)
+
+    def _compute_one(self, msg: JointState, stats) -> None:
+        t0 = time.perf_counter()
         try:
-            self._handle_joint_states(msg)
+            reason = self._handle_joint_states(msg)
         except Exception:  # never let one message take the node down; say what happened
             self._skip("unexpected", "unexpected error:\n" + traceback.format_exc(), "error")
+            reason = "unexpected error"
+        if reason is None:
+            stats.computed(time.perf_counter() - t0)
+        else:
+            stats.skipped(reason)
 
-    def _handle_joint_states(self, msg: JointState) -> None:
-        state = self._state                   # read once: one consistent snapshot
-        snapshot = state.snapshot
-        if snapshot is None:
+    def _take_waiting(self, msg: JointState) -> list:
+        """[msg, then every message already waiting in the subscription's queue], oldest
+        first: they are taken now (as rclpy's executors take one), so a node that fell
+        behind can compute the newest state instead of working through old ones."""
+        sub = self._joint_states_sub
+        batch = [msg]
+        with sub.handle:
+            while True:
+                taken = sub.handle.take_message(sub.msg_type, sub.raw)
+                if taken is None:
+                    return batch
+                batch.append(taken[0])
+
+    def _handle_joint_states(self, msg: JointState) -> Optional[str]:
+        """Compute and publish one state; -> None, or why it was skipped (a short key for
+        /diagnostics; the log line says more)."""
+        outputs = self._outputs                # read once: one consistent state
+        if outputs is None:
             self._skip("no-model", "no robot model yet (publish it on robot_description or "
                                    "set parameter robot_description / urdf_file)")
-            return
+            return "no model"
+        snapshot = outputs.snapshot
         model = snapshot.model
 
         stamp_ns = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
         rejection = self._gate.check(stamp_ns, self.get_clock().now().nanoseconds,
-                                     float(state.values["max_state_age"]))
+                                     outputs.max_state_age)
         if rejection is not None:
             self._skip(rejection.key, rejection.reason)
-            return
+            return rejection.key
 
         try:
-            q = model.vector_from_names(msg.name, msg.position, field="position")
-            qd = (model.vector_from_names(msg.name, msg.velocity, field="velocity")
-                  if len(msg.velocity) else None)
-        except InputError as exc:
-            self._skip("input:" + str(exc), str(exc))
-            return
-
-        try:
+            q, qd = outputs.vectors(msg)
             if qd is None:                      # position-only state: g(q) and no more
                 g, terms = model.gravity_torques(q), None
             else:
                 terms = model.compute_all(q, qd, snapshot.tip_frame, damping=snapshot.damping,
                                           damping_condition=snapshot.singular_condition)
                 g = terms.g
+        except InputError as exc:             # names, lengths, or a NaN / inf value
+            exc = outputs.explain(msg, exc)
+            self._skip("input:" + str(exc), str(exc))
+            return "bad input"
         except NonFiniteResultError as exc:   # finite values so large that the results overflow
             self._skip("overflow", f"the dynamics overflowed: {exc}")
-            return
+            return "overflow"
         except ManipDynamicsError as exc:
             self._skip("compute:" + type(exc).__name__, f"the dynamics failed: {exc}", "error")
-            return
+            return "compute error"
         # (the core raised NonFiniteResultError above if anything overflowed)
-        self._publish(snapshot, msg.header, q, qd, np.asarray(g, dtype=float), terms)
+        outputs.publish(msg.header, q, qd, g, terms, time.monotonic())
         self._gate.accept(stamp_ns)
+        self._latest = (outputs, msg.header, q)       # for the marker timer
+        self._notify_listeners(snapshot, msg, q, qd, terms)
         if qd is None:
             self._throttled("warning", "no-velocity",
                             "joint_states has no velocities: publishing g(q) "
                             "(~/gravity_torques, ~/gravity_command) and markers only; "
                             "~/coriolis_torques and ~/dynamics need velocities")
+        return None
 
-    def _publish(self, snapshot: Snapshot, in_header: Header, q, qd, g, terms) -> None:
-        """All outputs of one state; ``qd`` and ``terms`` are None for a position-only one."""
-        model = snapshot.model
-        names = model.joint_names
-        header = Header(stamp=in_header.stamp, frame_id=in_header.frame_id)
+    def _notify_listeners(self, snapshot: Snapshot, msg: JointState, q, qd, terms) -> None:
+        for listener in self.state_listeners:
+            try:
+                listener(snapshot, msg, q, qd, terms)
+            except Exception:
+                self._throttled("error", "listener:" + getattr(listener, "__qualname__", "?"),
+                                "state listener failed:\n" + traceback.format_exc())
 
-        # ~/dynamics first: it is what a computed-torque controller waits for.
-        if terms is not None:
-            c = np.asarray(terms.c, dtype=float)
-            cond = float(terms.condition_number)
-            self._dynamics_pub.publish(Dynamics(
-                header=Header(stamp=in_header.stamp, frame_id=model.root_link),
-                joint_names=list(names),
-                position=_f64(q), velocity=_f64(qd),
-                gravity=_f64(g), coriolis=_f64(c),
-                mass_matrix=_f64(terms.M),
-                tip_frame=snapshot.tip_frame,
-                jacobian=_f64(terms.J),
-                effective_inertia=_f64(terms.Lambda),
-                inverse_effective_inertia=_f64(terms.A),
-                condition_number=cond,
-                near_singular=bool(terms.singular) or cond > snapshot.singular_condition,
-            ))
+    # ------------------------------------------------------------------ timers
 
-        self._gravity_pub.publish(_joint_state(header, names, q, qd, g))
-        index = {name: i for i, name in enumerate(names)}
-        self._command_pub.publish(Float64MultiArray(
-            data=_f64([g[index[j]] for j in snapshot.command_joints])))
-        if terms is not None:
-            self._coriolis_pub.publish(_joint_state(header, names, q, qd, c))
-
-        if snapshot.markers.enabled:
-            self._publish_markers(snapshot, in_header, q)
-
-    def _publish_markers(self, snapshot: Snapshot, in_header: Header, q) -> None:
-        """At most ``markers.rate`` Hz; a marker failure costs only the markers."""
-        period = 1.0 / float(self._state.values["markers.rate"])
-        now = time.monotonic()
-        if now - self._last_marker_time < period:
+    def _on_marker_timer(self) -> None:
+        """~/inertia_markers from the newest computed state, at most once per state, only
+        while someone subscribes: the MarkerArray costs several joint_states callbacks,
+        so it is kept off the joint_states path. A marker failure costs only the markers."""
+        latest = self._latest
+        if (latest is None or latest is self._marker_sent
+                or not latest[0].snapshot.markers.enabled
+                or self._markers_pub.get_subscription_count() == 0):
             return
+        outputs, in_header, q = latest
+        snapshot = outputs.snapshot
         try:
             with self._marker_lock:
-                if self._state.snapshot is snapshot:      # not replaced meanwhile
-                    self._markers_pub.publish(markers.inertia_marker_array(
-                        snapshot, q, Header(stamp=in_header.stamp,
-                                            frame_id=snapshot.model.root_link)))
-                    self._last_marker_time = now
+                if self._outputs is outputs:      # not replaced meanwhile
+                    builder = self._marker_builder
+                    if builder is None or builder.snapshot is not snapshot:
+                        builder = self._marker_builder = markers.InertiaMarkers(snapshot)
+                    self._markers_pub.publish(builder.update(
+                        q, Header(stamp=in_header.stamp, frame_id=snapshot.model.root_link)))
+                    self._marker_sent = latest
         except (ManipDynamicsError, markers.MarkerError) as exc:   # e.g. overflowing q
+            self._marker_sent = latest
             self._throttled("warning", "markers:" + type(exc).__name__,
                             f"~/inertia_markers not published: {exc}")
         except Exception:
+            self._marker_sent = latest
             self._throttled("error", "markers", "~/inertia_markers not published:\n"
                             + traceback.format_exc())
 
+    def _publish_diagnostics(self) -> None:
+        """/diagnostics (1 Hz): rates, skipped states by reason, callback time p50 / p99,
+        CPU per message and the model (manip_dynamics.rules.stats)."""
+        outputs = self._outputs
+        model = None
+        if outputs is not None:
+            m = outputs.snapshot.model
+            model = (f"{m.n} joints, root {m.root_link}, tip {outputs.snapshot.tip_frame}, "
+                     f"from {outputs.origin}")
+        report = self._stats.report(time.monotonic(), time.process_time(), model=model)
+        self._diagnostics_pub.publish(diagnostic_array(
+            self.get_clock().now().to_msg(),
+            f"{self.get_fully_qualified_name()}: joint_states -> dynamics",
+            self.get_fully_qualified_name(), diagnostic_status(report)))
+
 
 def main(args=None) -> int:
-    # single-threaded: see the comment on the callback groups in DynamicsNode.__init__
+    # one thread, the executor of parameter ``executor``: see _subscribe_joint_states
     return run_node(DynamicsNode, args, fatal=(ConfigurationError,), name=NODE_NAME)
 
 

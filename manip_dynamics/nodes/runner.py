@@ -1,6 +1,6 @@
 """What the nodes share: ``main()`` (init, spin on one thread, clean shutdown), declaring
-a parameter table (:mod:`manip_dynamics.rules.parameter_table`) and reading array
-parameters that may be unset."""
+a parameter table (:mod:`manip_dynamics.rules.parameter_table`) with its descriptors, and
+reading the table's current values."""
 from __future__ import annotations
 
 import math
@@ -12,59 +12,103 @@ from rclpy.exceptions import InvalidParameterTypeException
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
+from rclpy.task import Future
 
 from manip_dynamics.rules.parameter_table import ParameterTypeError, ParamSpec
 
 
+EXECUTORS = ("events", "single_threaded")
+
+
+def make_executor(kind: str):
+    """rclpy's EventsExecutor ('events') or SingleThreadedExecutor ('single_threaded')."""
+    if kind == "events":
+        from rclpy.experimental import EventsExecutor
+        return EventsExecutor()
+    if kind == "single_threaded":
+        return SingleThreadedExecutor()
+    raise ValueError(f"executor must be one of {EXECUTORS}, got {kind!r}")
+
+
+def spin(node: Node, executor) -> None:
+    """Spin ``node`` on ``executor`` until rclpy shuts down (Ctrl-C, SIGTERM, external).
+
+    Not ``executor.spin()``: rclpy 9.1.2's EventsExecutor.spin() runs no callback at all
+    and does not return on shutdown (docs/realtime.md); ``spin_until_future_complete`` on
+    a future that never completes, in 1 s slices while ``rclpy.ok()``, works for both.
+    """
+    executor.add_node(node)
+    never = Future()
+    context = node.context
+    while context.ok():
+        executor.spin_until_future_complete(never, timeout_sec=1.0)
+
+
 def run_node(make_node: Callable[[], Node], args=None,
              fatal: tuple[type[BaseException], ...] = (), name: str = "node") -> int:
-    """Build the node with ``make_node()`` and spin it on a SingleThreadedExecutor.
+    """Build the node with ``make_node()`` and spin it on one thread.
 
-    Ctrl-C and an external shutdown end the spin quietly (exit code 0). An exception of a
-    type in ``fatal`` raised while building the node (a bad start-up configuration) is
-    logged as FATAL ``cannot start: ...`` under the logger ``name`` and gives exit
-    code 2. The node is always destroyed and rclpy shut down.
+    The executor is the node's read-only parameter ``executor`` if it declares one
+    (``events`` or ``single_threaded``), else a SingleThreadedExecutor. Ctrl-C and an
+    external shutdown end the spin quietly (exit code 0). An exception of a type in
+    ``fatal`` raised while building the node (a bad start-up configuration) is logged as
+    FATAL ``cannot start: ...`` under the logger ``name`` and gives exit code 2. The node
+    is always destroyed and rclpy shut down.
     """
     rclpy.init(args=args)
     node = None
+    executor = None
     try:
         node = make_node()
-        executor = SingleThreadedExecutor()
-        executor.add_node(node)
-        executor.spin()
+        kind = "single_threaded"
+        if node.has_parameter("executor"):
+            kind = node.get_parameter("executor").value
+            node.get_logger().info(f"spinning on the {kind} executor")
+        executor = make_executor(kind)
+        spin(node, executor)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     except fatal as exc:
         rclpy.logging.get_logger(name).fatal(f"cannot start: {exc}")
         return 2
     finally:
+        if executor is not None:
+            executor.shutdown(timeout_sec=1.0)
         if node is not None:
             node.destroy_node()
         rclpy.try_shutdown()
     return 0
 
 
-def array_parameter(node: Node, name: str) -> list:
-    """The value of an array parameter as a list; [] when it is unset (a ROS 2 parameter
-    file cannot express an empty list, so "unset" is how an empty default arrives)."""
-    p = node.get_parameter_or(name, None)
-    if p is None or p.type_ == Parameter.Type.NOT_SET or p.value is None:
-        return []
-    return list(p.value)
+def table_values(node: Node, specs: Sequence[ParamSpec]) -> dict[str, Any]:
+    """Every table parameter's current value by name; an unset array is ``[]`` (a ROS 2
+    parameter file cannot express an empty list, so "unset" is how an empty one arrives),
+    a set array a list."""
+    values = {}
+    for spec in specs:
+        p = node.get_parameter_or(spec.name, None)
+        unset = p is None or p.type_ == Parameter.Type.NOT_SET or p.value is None
+        if spec.kind.endswith("_array"):
+            values[spec.name] = [] if unset else list(p.value)
+        else:
+            values[spec.name] = spec.default if unset else p.value
+    return values
 
 
-def descriptor(spec: ParamSpec, with_range: bool = True) -> ParameterDescriptor:
-    """The ParameterDescriptor of a table entry: description, read-only, constraints in
-    words and, for a bounded double / integer, its FloatingPointRange / IntegerRange
-    (inclusive ends; a strict ``low_open`` bound is enforced by ParamSpec.check)."""
+def descriptor(spec: ParamSpec, final: bool = True) -> ParameterDescriptor:
+    """The ParameterDescriptor of a table entry: description, constraints in words and,
+    when ``final``, read-only and for a bounded double / integer its FloatingPointRange /
+    IntegerRange (inclusive ends; a strict ``low_open`` bound is enforced by
+    ParamSpec.check). ``final=False`` is the descriptor a parameter is declared with
+    until its start-up value has passed the table's check."""
     d = ParameterDescriptor(name=spec.name, type=spec.type, description=spec.description,
                             additional_constraints=spec.constraints_text(),
-                            read_only=spec.read_only)
-    if with_range and spec.bounded and spec.kind == "double":
+                            read_only=final and spec.read_only)
+    if final and spec.bounded and spec.kind == "double":
         d.floating_point_range = [FloatingPointRange(
             from_value=-math.inf if spec.low is None else float(spec.low),
             to_value=math.inf if spec.high is None else float(spec.high), step=0.0)]
-    elif with_range and spec.bounded and spec.kind == "integer":
+    elif final and spec.bounded and spec.kind == "integer":
         big = 2 ** 63 - 1
         d.integer_range = [IntegerRange(
             from_value=-big - 1 if spec.low is None else int(spec.low),
@@ -76,19 +120,20 @@ def declare_table(node: Node, specs: Sequence[ParamSpec]) -> dict[str, Any]:
     """Declare every parameter of the table on ``node``; -> {name: start-up value}.
 
     Each start-up value (default or override) is checked by its spec: ParameterTypeError
-    (wrong type) or ParameterValueError (out of bounds), naming the parameter. A bounded parameter's
-    range goes into its descriptor once its value is known to fit, so a bad override is
-    reported in the table's words, not as rclpy's InvalidParameterValueException.
+    (wrong type) or ParameterValueError (out of bounds), naming the parameter. A
+    parameter gets its final descriptor (range, read-only) once its value is known to
+    fit, so a bad override is reported in the table's words, not as rclpy's
+    InvalidParameterValueException. Per-joint lengths need the model: the node checks
+    them itself (``ParamSpec.check(value, joints)``).
     """
     values = {}
     for spec in specs:
         kind = Parameter.Type(spec.type)
         # An empty list does not tell its type: declare those by type, then set them.
         untyped_default = isinstance(spec.default, list) and not spec.default
-        late_range = spec.bounded and not spec.read_only
         try:
             param = node.declare_parameter(spec.name, kind if untyped_default else spec.default,
-                                           descriptor(spec, with_range=not late_range))
+                                           descriptor(spec, final=False))
         except InvalidParameterTypeException as exc:
             raise ParameterTypeError(
                 spec.name, f"must be of type {kind.name} ({exc}); write doubles with a "
@@ -97,6 +142,6 @@ def declare_table(node: Node, specs: Sequence[ParamSpec]) -> dict[str, Any]:
             node.set_parameters([Parameter(spec.name, kind, spec.default)])
         values[spec.name] = node.get_parameter(spec.name).value
         spec.check(values[spec.name])
-        if late_range:
+        if spec.bounded or spec.read_only:
             node.set_descriptor(spec.name, descriptor(spec))
     return values

@@ -41,7 +41,6 @@ node's joint_states handling (which should live in a different callback group).
 """
 from __future__ import annotations
 
-import math
 import traceback
 from typing import Callable, Optional, Sequence
 
@@ -54,6 +53,7 @@ from manip_dynamics.core.errors import (
     SingularConfigurationError,
     UnknownFrameError,
 )
+from manip_dynamics.core.kernels import spd_condition_number
 from manip_dynamics_interfaces.srv import (
     ForwardDynamics,
     GetEffectiveInertia,
@@ -298,7 +298,8 @@ class DynamicsServices:
         res.joint_names = list(model.joint_names)
         res.mass_matrix = _flat(m)
         res.eigenvalues = _flat(eig)
-        res.condition_number = float(eig[-1] / eig[0]) if eig[0] > 0.0 else math.inf
+        # the core's rule (kernels.condition_number): +inf when numerically singular
+        res.condition_number = spd_condition_number(m)
 
     def _get_gravity_torques(self, snapshot: Snapshot, req, res) -> None:
         """g(q); with use_payload, of a copy of the model carrying the extra payload."""

@@ -21,14 +21,13 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from manip_dynamics.core.inertia import describe_defect, inertia_defect, inertia_matrix
+from manip_dynamics.rules.contact_monitor import options_from_values
 from manip_dynamics.rules.parameter_table import ParameterValueError, ParamSpec, check_table
 from manip_dynamics.rules.snapshot import MarkerOptions, Snapshot
 
 __all__ = ["PARAMETERS", "SPECS", "ParameterValueError", "ParamSpec", "check_values",
            "check_inertia", "inertia_matrix", "model_conflicts", "make_snapshot"]
-
-# Inertia checks allow this much round-off (relative to the largest principal moment).
-INERTIA_TOLERANCE = 1e-9
 
 PARAMETERS: tuple[ParamSpec, ...] = (
     ParamSpec("robot_description", "string", "",
@@ -49,23 +48,23 @@ PARAMETERS: tuple[ParamSpec, ...] = (
               "a link of the model"),
     ParamSpec("gravity", "double_array", [0.0, 0.0, -9.81],
               "Gravity acceleration [m/s^2] in the root link's axes.",
-              "3 finite values"),
+              length=3, min_items=3),
     ParamSpec("payload.frame", "string", "",
               "Link carrying a rigid payload; '' = no payload.",
               "a link of the model"),
     ParamSpec("payload.mass", "double", 0.0,
               "Payload mass [kg].", low=0.0),
     ParamSpec("payload.com", "double_array", [0.0, 0.0, 0.0],
-              "Payload centre of mass [m] in payload.frame.", "3 finite values"),
+              "Payload centre of mass [m] in payload.frame.", length=3, min_items=3),
     ParamSpec("payload.inertia", "double_array", [0.0] * 6,
               "Payload inertia about its centre of mass [kg*m^2], axes of payload.frame: "
               "ixx ixy ixz iyy iyz izz.",
-              "6 finite values; positive semi-definite; principal moments satisfy the "
-              "triangle inequalities"),
+              "positive semi-definite; principal moments satisfy the triangle "
+              "inequalities", length=6, min_items=6),
     ParamSpec("friction.joints", "string_array", [],
               "Joints whose URDF friction (<dynamics damping friction>) is overridden by "
               "friction.viscous / friction.coulomb; other joints keep the URDF values.",
-              "joints of the model, no duplicates"),
+              "joints of the model", unique=True),
     ParamSpec("friction.viscous", "double_array", [],
               "Viscous friction [N*m*s/rad or N*s/m] of friction.joints, in that order; "
               "empty = keep the URDF values.",
@@ -77,17 +76,13 @@ PARAMETERS: tuple[ParamSpec, ...] = (
     ParamSpec("command_joints", "string_array", [],
               "Joint order of ~/gravity_command (e.g. a JointGroupEffortController's "
               "joints); empty = the model's joint order.",
-              "joints of the model, no duplicates (a subset is allowed)"),
+              "joints of the model (a subset is allowed)", unique=True),
     ParamSpec("damping", "double", 1e-3,
               "Damping of the inverse giving Lambda near singularities.",
               low=0.0, low_open=True),
     ParamSpec("singular_condition", "double", 1e6,
               "cond(J M^-1 J^T) above which ~/dynamics flags near_singular.",
               low=1.0, low_open=True),
-    ParamSpec("markers.enabled", "bool", True,
-              "Publish ~/inertia_markers."),
-    ParamSpec("markers.rate", "double", 10.0,
-              "Maximum rate [Hz] of ~/inertia_markers.", low=0.0, low_open=True),
     ParamSpec("markers.scale", "double", 0.1,
               "Ellipsoid size factor [m/sqrt(kg)] (see manip_dynamics.nodes.markers).",
               low=0.0, low_open=True),
@@ -106,6 +101,85 @@ PARAMETERS: tuple[ParamSpec, ...] = (
               "Seconds: joint_states whose stamp is older than now - max_state_age are "
               "skipped as stale; 0 = no age check.",
               low=0.0),
+    ParamSpec("joint_states_latest_wins", "bool", True,
+              "When several joint_states messages wait (the node fell behind), compute only "
+              "the newest and count the others as skipped (latest-wins on /diagnostics); "
+              "false = compute every message in arrival order (e.g. to record every sample)."),
+    ParamSpec("joint_states_backlog", "integer", 2,
+              "With joint_states_latest_wins: a backlog of at most this many older messages "
+              "is still worked through in order (each computed and published: a scheduling "
+              "hiccup or a marker update costs no state); a longer one means the node fell "
+              "behind, and only the newest is computed. 0 = always only the newest.",
+              low=0, high=1000),
+    ParamSpec("executor", "string", "events",
+              "Executor that spins the node: events (rclpy's EventsExecutor: about half "
+              "the CPU per message, docs/realtime.md) or single_threaded (rclpy's "
+              "SingleThreadedExecutor). Read at start-up only.",
+              read_only=True, choices=("events", "single_threaded")),
+) + tuple(
+    spec for name, what in (
+        ("dynamics", "~/dynamics"),
+        ("gravity_torques", "~/gravity_torques"),
+        ("gravity_command", "~/gravity_command"),
+        ("coriolis_torques", "~/coriolis_torques"),
+    ) for spec in (
+        ParamSpec(f"outputs.{name}.enabled", "bool", True, f"Publish {what}."),
+        ParamSpec(f"outputs.{name}.rate", "double", 0.0,
+                  f"Maximum rate [Hz] of {what}; 0 = one message per computed state. "
+                  "States in between are still computed (and reach the state listeners).",
+                  low=0.0),
+    )
+) + (
+    ParamSpec("outputs.inertia_markers.enabled", "bool", True,
+              "Publish ~/inertia_markers (built on a timer from the newest state, only "
+              "while someone subscribes)."),
+    ParamSpec("outputs.inertia_markers.rate", "double", 10.0,
+              "Rate [Hz] of ~/inertia_markers (the timer's).", low=0.0, low_open=True,
+              high=1000.0),
+    # ---- contact awareness: the momentum observer (rules/contact_monitor.py, docs/node.md)
+    ParamSpec("observer.enabled", "bool", True,
+              "Run the momentum observer on joint_states that carry effort and publish "
+              "~/external_torques, ~/external_wrench, ~/contact, ~/contact_markers."),
+    ParamSpec("observer.gains", "double_array", [50.0],
+              "Observer gains K_O [1/s] (r follows tau_ext with time constant 1/K_O); "
+              "1 value (all joints) or one per joint, model order.",
+              "1 value or one per joint", low=0.0, low_open=True, min_items=1),
+    ParamSpec("observer.enter_thresholds", "double_array", [2.0],
+              "Contact is entered when |r_i| exceeds this [N*m or N] for some joint; 1 value "
+              "or one per joint.",
+              "1 value or one per joint", low=0.0, low_open=True, min_items=1),
+    ParamSpec("observer.hysteresis", "double", 0.5,
+              "Contact is left when |r_i| <= hysteresis * enter_threshold_i for every joint.",
+              low=0.0, high=1.0, low_open=True),
+    ParamSpec("observer.friction", "bool", False,
+              "Subtract the model's friction (URDF <dynamics>, friction.*) from the measured "
+              "torque; off: unmodelled friction shows in r."),
+    ParamSpec("observer.effort", "string", "total",
+              "Meaning of joint_states effort: total (the motor torque) or minus_gravity "
+              "(motor torque minus g(q), as some drivers report it).",
+              choices=("total", "minus_gravity")),
+    ParamSpec("observer.effort_timing", "string", "sampled",
+              "Timing of joint_states effort: sampled (the torque at the stamp, a drive "
+              "sampling its current) or held (the torque held over the period ending at "
+              "the stamp, as arm_simulator publishes it).", choices=("sampled", "held")),
+    ParamSpec("observer.max_gap", "double", 0.05,
+              "Seconds: a longer step between accepted samples is a gap, handled by "
+              "observer.gap instead of being integrated.", low=0.0, low_open=True),
+    ParamSpec("observer.gap", "string", "bridge",
+              "Gap rule: bridge (hold r, restart the integral at the new sample) or reset "
+              "(r = 0 there).", choices=("bridge", "reset")),
+    ParamSpec("observer.wrench_threshold", "double", 0.01,
+              "Singular value of J^T [m] below which ~/external_wrench uses the damped "
+              "inverse (core.contact.tip_wrench).", low=0.0, low_open=True),
+    ParamSpec("observer.contact_point", "bool", False,
+              "Estimate the contact point on the isolated link (~/contact) while in contact "
+              "(a search along the link: about 2 ms per sample on the Panda)."),
+    ParamSpec("observer.force_scale", "double", 0.01,
+              "Arrow length per newton [m/N] of the tip force in ~/contact_markers.",
+              low=0.0, low_open=True),
+    ParamSpec("observer.markers_rate", "double", 10.0,
+              "Maximum rate [Hz] of ~/contact_markers (a contact entered or left is drawn "
+              "at once).", low=0.0, low_open=True),
 )
 
 SPECS: dict[str, ParamSpec] = {spec.name: spec for spec in PARAMETERS}
@@ -113,60 +187,34 @@ SPECS: dict[str, ParamSpec] = {spec.name: spec for spec in PARAMETERS}
 
 # --------------------------------------------------------------------------- model-free
 
-def _vector(values: Mapping[str, Any], name: str, length: int | None = None) -> np.ndarray:
-    v = np.asarray(list(values[name]), dtype=float)
-    if length is not None and v.shape != (length,):
-        raise ParameterValueError(name, f"needs {length} values, got {v.size}")
-    bad = np.flatnonzero(~np.isfinite(v))
-    if bad.size:
-        raise ParameterValueError(name, f"element {bad[0]} is {v[bad[0]]} (must be finite)")
-    return v
-
-
-def _names(values: Mapping[str, Any], name: str) -> tuple[str, ...]:
-    names = tuple(values[name])
-    for i, joint in enumerate(names):
-        if not joint:
-            raise ParameterValueError(name, f"element {i} is an empty name")
-        if joint in names[:i]:
-            raise ParameterValueError(name, f"joint {joint!r} is listed twice")
-    return names
-
-
-def inertia_matrix(ixx, ixy, ixz, iyy, iyz, izz) -> np.ndarray:
-    return np.array([[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]], dtype=float)
+def _vector(values: Mapping[str, Any], name: str) -> np.ndarray:
+    """The double array ``name`` (already judged by its spec) as a float vector."""
+    return np.asarray(list(values[name]), dtype=float)
 
 
 def check_inertia(name: str, six: np.ndarray) -> np.ndarray:
-    """3x3 inertia from ``ixx ixy ixz iyy iyz izz``; PSD and triangle inequalities.
-    (The one payload-inertia rule of the node: issue 9 moves it into core/inertia.py.)"""
+    """3x3 inertia from ``ixx ixy ixz iyy iyz izz``: positive semi-definite and the triangle
+    inequality, with the core's round-off tolerance (core/inertia.py: the rule and the
+    tolerance the core's with_payload applies, so a value accepted here is never refused
+    there)."""
     inertia = inertia_matrix(*six)
-    moments = np.linalg.eigvalsh(inertia)          # ascending principal moments
-    tol = INERTIA_TOLERANCE * max(1.0, float(np.max(np.abs(moments))))
-    if moments[0] < -tol:
-        raise ParameterValueError(
-            name, f"not positive semi-definite (principal moments {np.round(moments, 9)})")
-    if moments[0] + moments[1] < moments[2] - tol:
-        raise ParameterValueError(
-            name, f"principal moments {np.round(moments, 9)} violate the triangle "
-                  "inequality (I1 + I2 >= I3)")
+    defect = inertia_defect(inertia)
+    if defect is not None:
+        raise ParameterValueError(name, describe_defect(*defect))
     return inertia
 
 
 def check_values(values: Mapping[str, Any]) -> None:
     """Every check that needs no robot model. Raises ParameterValueError."""
-    _vector(values, "gravity", 3)
-    _vector(values, "payload.com", 3)
-    check_table(SPECS, values)           # bounds, choices, finiteness: the table's
-    check_inertia("payload.inertia", _vector(values, "payload.inertia", 6))
-    joints = _names(values, "friction.joints")
+    check_table(SPECS, values)   # bounds, lengths, choices, finiteness, unique names
+    check_inertia("payload.inertia", _vector(values, "payload.inertia"))
+    joints = tuple(values["friction.joints"])
     for name in ("friction.viscous", "friction.coulomb"):
         v = _vector(values, name)
         if v.size and v.size != len(joints):
             raise ParameterValueError(
                 name, f"has {v.size} values for {len(joints)} friction.joints "
                       "(must be empty or one per joint)")
-    _names(values, "command_joints")
 
 
 # --------------------------------------------------------------------------- model
@@ -196,6 +244,10 @@ def model_conflicts(values: Mapping[str, Any], model, urdf_links=None) -> dict[s
         if unknown:
             conflicts[name] = (f"joint {unknown[0]!r} is not a coordinate of the robot model "
                                f"(joints: {', '.join(model.joint_names)})")
+    for name in ("observer.gains", "observer.enter_thresholds"):
+        if len(values[name]) not in (1, model.n):
+            conflicts[name] = (f"needs 1 value or one per joint ({model.n}: "
+                               f"{', '.join(model.joint_names)}), got {len(values[name])}")
     return conflicts
 
 
@@ -205,7 +257,7 @@ def make_snapshot(base_model, values: Mapping[str, Any]) -> Snapshot:
     Assumes ``check_values`` passed and ``model_conflicts`` is empty; errors the core
     raises anyway (it validates too) propagate as ``ManipDynamicsError``.
     """
-    model = base_model.with_gravity(_vector(values, "gravity", 3))
+    model = base_model.with_gravity(_vector(values, "gravity"))
     joints = tuple(values["friction.joints"])
     viscous = _vector(values, "friction.viscous")
     coulomb = _vector(values, "friction.coulomb")
@@ -221,8 +273,8 @@ def make_snapshot(base_model, values: Mapping[str, Any]) -> Snapshot:
     if values["payload.frame"]:
         model = model.with_payload(
             values["payload.frame"], float(values["payload.mass"]),
-            _vector(values, "payload.com", 3),
-            inertia_matrix(*_vector(values, "payload.inertia", 6)))
+            _vector(values, "payload.com"),
+            inertia_matrix(*_vector(values, "payload.inertia")))
     return Snapshot(
         model=model,
         tip_frame=values["tip_link"] or base_model.default_tip,
@@ -230,9 +282,10 @@ def make_snapshot(base_model, values: Mapping[str, Any]) -> Snapshot:
         damping=float(values["damping"]),
         singular_condition=float(values["singular_condition"]),
         markers=MarkerOptions(
-            enabled=bool(values["markers.enabled"]),
+            enabled=bool(values["outputs.inertia_markers.enabled"]),
             scale=float(values["markers.scale"]),
             show_mass_matrix=bool(values["markers.show_mass_matrix"]),
             alpha=float(values["markers.alpha"]),
         ),
+        observer=options_from_values(values),
     )

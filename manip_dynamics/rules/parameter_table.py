@@ -11,8 +11,15 @@ description, bounds); everything else is derived from that one table:
 - validation: :meth:`ParamSpec.check` (or :func:`check_table` for a whole dict of
   values) enforces the same bounds in plain Python: finiteness, ``low`` / ``high``
   (``low_open`` makes the lower bound strict, which a descriptor range cannot say),
-  ``choices``, ``min_items``; element-wise for arrays. It raises
-  :class:`ParameterValueError` naming the parameter.
+  ``choices``, ``min_items``, ``length``, ``unique`` names; element-wise for arrays;
+  with the model's joint names also ``per_joint`` lengths. It raises
+  :class:`ParameterValueError` naming the parameter;
+- reading: ``manip_dynamics.nodes.runner.table_values(node, specs)`` gives every current
+  value by name (an unset array as ``[]``), and :meth:`ParamSpec.joint_values` turns a
+  per-joint array into one float per joint (broadcasting a single value).
+
+An empty array means "unset, use the default the description gives" (a ROS 2 parameter
+file cannot express an empty list); it is allowed unless ``min_items`` says otherwise.
 
 Adopting it in a node::
 
@@ -28,7 +35,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Mapping, Optional
+from typing import Any, Mapping, Optional, Sequence
 
 from manip_dynamics.core.errors import ManipDynamicsError
 
@@ -36,6 +43,9 @@ from manip_dynamics.core.errors import ManipDynamicsError
 TYPE_OF_KIND = {"bool": 1, "integer": 2, "double": 3, "string": 4, "double_array": 8,
                 "string_array": 9}
 KINDS = tuple(TYPE_OF_KIND)
+# per_joint: "each" = exactly one value per joint (model order); "one_or_each" = one value
+# for every joint, or one per joint.
+PER_JOINT = ("", "each", "one_or_each")
 
 
 class ParameterValueError(ManipDynamicsError, ValueError):
@@ -61,8 +71,10 @@ class ParamSpec:
 
     kind: one of KINDS. low / high: bounds of a double or integer (element-wise for a
     double array); low_open: value > low instead of >= low. choices: the allowed strings.
-    min_items: the least number of elements of an array. constraints: prose for what the
-    fields above cannot say (published with the bounds).
+    min_items: the least number of elements of an array. length: the number of elements
+    a non-empty array must have. unique: a string array of non-empty names, each at most
+    once. per_joint: one of PER_JOINT (judged when the joints are known). constraints:
+    prose for what the fields above cannot say (published with the bounds).
     """
 
     name: str
@@ -76,10 +88,16 @@ class ParamSpec:
     low_open: bool = False
     choices: tuple = ()
     min_items: int = 0
+    length: Optional[int] = None
+    unique: bool = False
+    per_joint: str = ""
 
     def __post_init__(self):
         if self.kind not in KINDS:
             raise ValueError(f"parameter {self.name}: kind {self.kind!r} is not one of {KINDS}")
+        if self.per_joint not in PER_JOINT:
+            raise ValueError(f"parameter {self.name}: per_joint {self.per_joint!r} is not "
+                             f"one of {PER_JOINT}")
 
     @property
     def type(self) -> int:
@@ -103,8 +121,15 @@ class ParamSpec:
             parts.append("finite")
         if self.choices:
             parts.append("one of " + ", ".join(repr(c) for c in self.choices))
-        if self.min_items:
+        if self.length is not None:
+            parts.append(f"{self.length} values")
+        elif self.min_items:
             parts.append(f"at least {self.min_items} value{'s' if self.min_items > 1 else ''}")
+        if self.per_joint:
+            parts.append({"each": "one value per joint",
+                          "one_or_each": "1 value (all joints) or one per joint"}[self.per_joint])
+        if self.unique:
+            parts.append("non-empty names, no duplicates")
         if self.kind.endswith("_array") and parts:
             parts[0] = "each " + parts[0] if self.bounded else parts[0]
         return ", ".join(parts)
@@ -113,15 +138,16 @@ class ParamSpec:
         """What ParameterDescriptor.additional_constraints says: bounds, then prose."""
         return "; ".join(t for t in (self.bounds_text(), self.constraints) if t)
 
-    def check(self, value) -> None:
-        """ParameterValueError naming this parameter if ``value`` breaks the table's bounds."""
+    def check(self, value, joints: Optional[Sequence[str]] = None) -> None:
+        """ParameterValueError naming this parameter if ``value`` breaks the table's rules.
+
+        ``joints``: the model's joint names, to judge a ``per_joint`` length (skipped when
+        None)."""
         if self.choices and value not in self.choices:
             raise ParameterValueError(self.name, f"{value!r} is not one of {self.choices}")
         if self.kind.endswith("_array"):
             items = list(value or [])
-            if len(items) < self.min_items:
-                raise ParameterValueError(self.name, f"needs at least {self.min_items} "
-                                                     f"value(s), got {len(items)}")
+            self._check_length(items, joints)
             if self.kind == "double_array":
                 for i, x in enumerate(items):
                     x = float(x)
@@ -129,11 +155,47 @@ class ParamSpec:
                         raise ParameterValueError(self.name,
                                                   f"element {i} is {x} (must be finite)")
                     self._check_bounds(x, f"element {i} ({x})")
+            if self.unique:
+                self._check_unique(items)
         elif self.kind in ("double", "integer"):
             x = float(value)
             if not math.isfinite(x):
                 raise ParameterValueError(self.name, f"{value} is not finite")
             self._check_bounds(x, f"{value}")
+
+    def joint_values(self, value, joints: Sequence[str], default=None) -> list:
+        """This per-joint array as one float per joint of ``joints``: empty -> ``default``
+        (None: []), one value of a 'one_or_each' array -> that value for every joint.
+        ParameterValueError if ``value`` breaks the table's rules for these joints."""
+        self.check(value, joints)
+        items = [float(x) for x in (value or [])]
+        if not items:
+            return [float(x) for x in (default if default is not None else [])]
+        return items * len(joints) if len(items) == 1 else items
+
+    def _check_length(self, items: list, joints: Optional[Sequence[str]]) -> None:
+        if not items and not self.min_items:
+            return                                  # unset: the default applies
+        if self.length is not None and len(items) != self.length:
+            raise ParameterValueError(self.name, f"needs {self.length} values, got {len(items)}")
+        if len(items) < self.min_items:
+            raise ParameterValueError(self.name, f"needs at least {self.min_items} "
+                                                 f"value(s), got {len(items)}")
+        if self.per_joint and joints is not None:
+            n = len(joints)
+            allowed = (n,) if self.per_joint == "each" else tuple(sorted({1, n}))
+            if len(items) not in allowed:
+                raise ParameterValueError(
+                    self.name, f"expected {' or '.join(map(str, allowed))} values (joints "
+                               f"{', '.join(joints)}), got {items}")
+
+    def _check_unique(self, items: list) -> None:
+        for i, item in enumerate(items):
+            if not item:
+                raise ParameterValueError(self.name, f"element {i} is an empty name")
+            if item in items[:i]:
+                raise ParameterValueError(
+                    self.name, f"{item!r} is listed twice (no duplicates allowed)")
 
     def _check_bounds(self, x: float, what: str) -> None:
         low, high = self.low, self.high
@@ -145,9 +207,11 @@ class ParamSpec:
             raise ParameterValueError(self.name, f"{what} must be <= {high:g}")
 
 
-def check_table(specs: Mapping[str, ParamSpec], values: Mapping[str, Any]) -> None:
-    """Check every value of ``values`` that has a spec; the first failure raises."""
+def check_table(specs: Mapping[str, ParamSpec], values: Mapping[str, Any],
+                joints: Optional[Sequence[str]] = None) -> None:
+    """Check every value of ``values`` that has a spec (per-joint lengths too when
+    ``joints`` is given); the first failure raises."""
     for name, value in values.items():
         spec = specs.get(name)
         if spec is not None:
-            spec.check(value)
+            spec.check(value, joints)

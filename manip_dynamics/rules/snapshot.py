@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from manip_dynamics.core.model import RobotModel
+from manip_dynamics.rules.contact_monitor import ObserverOptions
 
 
 @dataclass(frozen=True)
@@ -31,6 +32,7 @@ class Snapshot:
     damping:            damping of Lambda's inverse near singularities (see core docs).
     singular_condition: cond(J M^-1 J^T) above which the state is flagged near-singular.
     markers:            marker drawing options.
+    observer:           the momentum observer's options (``observer.*`` parameters).
     """
 
     model: RobotModel
@@ -39,3 +41,4 @@ class Snapshot:
     damping: float = 1e-3
     singular_condition: float = 1e6
     markers: MarkerOptions = field(default_factory=MarkerOptions)
+    observer: ObserverOptions = field(default_factory=ObserverOptions)

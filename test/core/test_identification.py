@@ -21,16 +21,24 @@ from manip_dynamics.core import payload as P
 from manip_dynamics.core import regressor as R
 
 from . import urdf_factory as uf
-from .identification_plant import PAYLOAD, panda_models, simulate
+from .identification_plant import PAYLOAD, excitation, panda_models, simulate
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 
 
 @pytest.fixture(scope="module")
 def plant():
+    """The recordings follow EXCITATION, a trajectory stored in a file, not the optimiser's
+    output of this run: SLSQP over a finite-difference gradient of log cond(W) follows a
+    path that depends on round-off (the BLAS kernel the CPU selects, any last-bit change in
+    the model), so three iterations end at a different trajectory on another machine (cond
+    62-67 instead of 66.8) whose identification errors differ (the 1% bounds below held on
+    one and not on the other). The file holds what optimize_excitation(max_iter=3) gave
+    once (cond 66.8); the optimiser itself is tested in
+    test_excitation_rest_limits_and_file_round_trip."""
     xml, model, true = panda_models(seed=1)
     start = E.optimize_excitation(model, max_iter=0)
-    trajectory = E.optimize_excitation(model, max_iter=3, max_time=1e9)
+    trajectory = excitation()      # optimize_excitation(model, max_iter=3), fixed: see there
     base = R.base_parameters(model, friction=True)
     viscous_only = true.with_friction(coulomb=0.0)
     return dict(xml=xml, model=model, true=true, base=base, trajectory=trajectory,
@@ -51,8 +59,9 @@ def relative_errors(beta, beta_true):
 
 # ------------------------------------------------------------------ excitation
 def test_excitation_rest_limits_and_file_round_trip(plant, tmp_path):
-    model, traj = plant["model"], plant["trajectory"]
-    assert traj.condition_number < plant["start"].condition_number
+    model = plant["model"]
+    traj = E.optimize_excitation(model, max_iter=3, max_time=1e9)     # optimised here
+    assert traj.condition_number < 0.5 * plant["start"].condition_number
     t = np.arange(0.0, traj.duration + 1e-9, 1e-3)
     q, qd, qdd = traj.sample(t)
     for k in (0, -1):                                   # rest at both ends

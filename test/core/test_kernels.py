@@ -61,6 +61,31 @@ def test_condition_number_of_the_bundle_follows_the_rule():
     assert arm.compute_all(np.zeros(3), np.zeros(3), "tool").condition_number == math.inf
 
 
+def test_spd_condition_number_is_the_same_rule():
+    """spd_condition_number (the nodes' helper for M and any other SPD matrix) gives what the
+    bundle gives for A: lambda_max / lambda_min from numpy when well conditioned, +inf for a
+    numerically singular A -- never a round-off value such as 3e16, which depends on the BLAS
+    kernel (the Panda's panda_link5 moves with 5 joints: its 6 x 6 A has rank 5)."""
+    from manip_dynamics import robots
+    panda = RobotModel.from_urdf_file(robots.path("panda"))
+    q = np.array([0.1, -0.5, 0.2, -2.0, 0.3, 1.6, 0.7])
+    t = panda.compute_all(q, np.zeros(7), "panda_link5")
+    assert t.condition_number == math.inf and K.spd_condition_number(t.A) == math.inf
+    t = panda.compute_all(q, np.zeros(7), "panda_link8")
+    w = np.linalg.eigvalsh(t.A)
+    assert K.spd_condition_number(t.A) == pytest.approx(t.condition_number, rel=1e-9)
+    assert K.spd_condition_number(t.A) == pytest.approx(w[-1] / w[0], rel=1e-9)
+    M = panda.mass_matrix(q)
+    w = np.linalg.eigvalsh(M)
+    assert K.spd_condition_number(M) == pytest.approx(w[-1] / w[0], rel=1e-12)
+    # exactly and numerically singular, indefinite, zero: +inf
+    v = np.array([1.0, 2.0, 3.0])
+    for A in (np.outer(v, v), np.diag([1.0, 1.0, 1e-17]), np.diag([1.0, -1e-3, 2.0]),
+              np.zeros((3, 3))):
+        assert K.spd_condition_number(A) == math.inf
+    assert K.spd_condition_number(np.diag([2.0, 1e-12, 1.0])) == pytest.approx(2e12)
+
+
 def test_body_table_names_the_packed_columns():
     """body_table reads the parser's packed arrays into named fields, row by row."""
     arm = RobotModel.from_urdf_string(chain3())

@@ -183,16 +183,28 @@ def test_unsupported_joint_names_the_joint(jtype):
     assert issubclass(UnsupportedJointError, URDFError) and issubclass(URDFError, ValueError)
 
 
-def test_massless_links_warned_once_naming_all():
+def test_massless_frames_are_not_warned_joints_moving_nothing_are():
+    """A massless link is normal when something below it carries mass (a) or when it is a
+    frame (b, a flange on a fixed joint; the root): no warning. A joint that moves no mass
+    and no inertia at all (jd: its row of M is zero, M is singular) is warned once, named;
+    so are two of them, in one warning."""
     xml = robot(link("base"), link("a"), link("b"), link("c", 1.0, com="0.1 0 0"),
+                link("tool0"),
                 joint("ja", "base", "a"), joint("jb", "a", "b", jtype="fixed", axis=None),
-                joint("jc", "b", "c"))
+                joint("jc", "b", "c"), joint("jt", "c", "tool0", jtype="fixed", axis=None))
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter("always")
         RobotModel.from_urdf_string(xml)
+    assert not [x for x in w if issubclass(x.category, MasslessLinkWarning)]
+    idle = xml.replace("</robot>", link("d") + link("e") + joint("jd", "c", "d")
+                       + joint("je", "base", "e") + "</robot>")
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        m = RobotModel.from_urdf_string(idle)
     msgs = [str(x.message) for x in w if issubclass(x.category, MasslessLinkWarning)]
-    assert len(msgs) == 1 and "a" in msgs[0].split(": ")[1] and ", b" in msgs[0]
-    assert "base" not in msgs[0]      # the fixed root carries no dynamics
+    assert len(msgs) == 1 and "'jd'" in msgs[0] and "'je'" in msgs[0]
+    assert "'ja'" not in msgs[0] and "'jc'" not in msgs[0] and "singular" in msgs[0]
+    assert np.linalg.eigvalsh(m.mass_matrix(np.zeros(m.n)))[0] == 0.0
 
 
 def test_from_urdf_file_reads_a_file(tmp_path):
@@ -278,6 +290,42 @@ def test_batches_equal_per_state_results(arm):
         one = arm.compute_all(Q[k], QD[k], "tool", linear_only=True, damping=1e-3)
         for a, b in zip(terms, one):
             np.testing.assert_allclose(a[k], b, atol=1e-12)
+
+
+def test_compute_all_with_the_ellipsoid_equals_the_separate_calls(arm):
+    """compute_all(..., ellipsoid=True) is one run giving what compute_all and
+    inertia_ellipsoid give separately (single states and batches, both linear_only, with
+    and without damping); its Lambda also equals effective_inertia's. Equal to round-off:
+    with the eigenvectors the kernel takes cond(A) and the inverse from eigh, without them
+    from eigvalsh (same values to ~1e-15 relative)."""
+    def same(a, b):
+        a, b = np.asarray(a), np.asarray(b)
+        if b.dtype == np.bool_:
+            np.testing.assert_array_equal(a, b)
+            return
+        scale = np.max(np.abs(b[np.isfinite(b)]), initial=0.0)
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12 * scale)
+
+    rng = np.random.default_rng(11)
+    Q, QD = rng.normal(size=(2, 5, 3))
+    Q[2] = 0.0                                       # the stretched arm: singular A
+    for q, qd in ((Q, QD), (Q[1], QD[1]), (Q[2], QD[2])):
+        for linear_only in (True, False):
+            for damping in (0.0, 1e-3):
+                terms, ell = arm.compute_all(q, qd, "tool", linear_only=linear_only,
+                                             damping=damping, ellipsoid=True)
+                alone = arm.compute_all(q, qd, "tool", linear_only=linear_only,
+                                        damping=damping)
+                for a, b in zip(terms, alone):
+                    same(a, b)
+                ref = arm.inertia_ellipsoid(q, "tool", linear_only=linear_only)
+                for a, b in zip(ell, ref):
+                    same(a, b)
+                if damping > 0:
+                    same(terms.Lambda, arm.effective_inertia(
+                        q, "tool", linear_only=linear_only, damping=damping))
+    with pytest.raises(InputError, match="ellipsoid"):
+        arm.compute_all(Q, QD, "tool", ellipsoid="yes")
 
 
 def test_bundle_results_shapes_types_and_strided_inputs(arm):

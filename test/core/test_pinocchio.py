@@ -72,6 +72,9 @@ class PinocchioReference:
                 self.G[jm.idx_v, col[name]] = 1.0
             else:
                 master, mult, off = mimic
+                while joints[master]["mimic"] is not None:     # a mimic of a mimic
+                    master, m2, o2 = joints[master]["mimic"]
+                    mult, off = mult * m2, mult * o2 + off
                 self.G[jm.idx_v, col[master]] = mult
                 self.offset[jm.idx_v] = off
             self.slots.append((jm.idx_q, jm.nq, jm.idx_v))

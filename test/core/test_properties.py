@@ -172,9 +172,15 @@ def test_payload_matches_pinocchio_appended_body():
     q, qd, qdd = ref.states(8, seed=38)
     for k in range(8):
         assert_close(model.mass_matrix(q[k]), ref.mass_matrix(q[k]), what="M")
+    _assert_tau_and_energy_match(model, ref, q, qd, qdd, "")
+
+
+def _assert_tau_and_energy_match(model, ref, q, qd, qdd, what):
+    """tau = RNEA(q, qd, qdd) and U(q) of ``model`` equal Pinocchio's, state by state."""
+    for k in range(len(q)):
         assert_close(model.inverse_dynamics(q[k], qd[k], qdd[k]), ref.rnea(q[k], qd[k], qdd[k]),
-                     what="tau")
-        assert_close(model.potential_energy(q[k]), ref.potential_energy(q[k]), what="U")
+                     what="tau" + what)
+        assert_close(model.potential_energy(q[k]), ref.potential_energy(q[k]), what="U" + what)
 
 
 def test_payload_copies_leave_the_original_alone():
@@ -202,9 +208,7 @@ def test_tilted_gravity_matches_pinocchio(robot):
     q, qd, qdd = ref.states(6, seed=39)
     for k in range(6):
         assert_close(tilted.gravity_torques(q[k]), ref_t.gravity(q[k]), what="g tilted")
-        assert_close(tilted.inverse_dynamics(q[k], qd[k], qdd[k]), ref_t.rnea(q[k], qd[k], qdd[k]),
-                     what="tau tilted")
-        assert_close(tilted.potential_energy(q[k]), ref_t.potential_energy(q[k]), what="U tilted")
+    _assert_tau_and_energy_match(tilted, ref_t, q, qd, qdd, " tilted")
     # g(q) is linear in the gravity vector
     g1, g2 = np.array([1.0, 0.0, 0.0]), np.array([0.0, 0.5, -2.0])
     combo = model.with_gravity(3 * g1 - 2 * g2).gravity_torques(q)

@@ -29,6 +29,18 @@ def stamp_ns(header) -> int:
     return header.stamp.sec * 1_000_000_000 + header.stamp.nanosec
 
 
+def keep_output(probe, topic: str, msg) -> None:
+    """Store one output of the node on a probe (the caller holds ``probe.lock``):
+    ``gravity_command`` and marker messages in arrival order (``probe.commands``,
+    ``probe.markers``), the stamped outputs in ``probe.by_stamp[topic][stamp_ns]``."""
+    if topic == "gravity_command":
+        probe.commands.append(msg)
+    elif topic == "inertia_markers":
+        probe.markers.append(msg)
+    else:
+        probe.by_stamp[topic][stamp_ns(msg.header)] = msg
+
+
 def param_msg(name, value, type_=None):
     """rcl_interfaces Parameter message; empty lists need their type spelled out."""
     if type_ is None:

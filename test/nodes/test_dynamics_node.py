@@ -38,7 +38,7 @@ from std_msgs.msg import Float64MultiArray, String
 from visualization_msgs.msg import Marker, MarkerArray
 
 from manip_dynamics_interfaces.srv import GetMassMatrix, InverseDynamics
-from node_test_helpers import MODULE, OUTPUTS, stamp_ns, param_msg
+from node_test_helpers import MODULE, OUTPUTS, keep_output, stamp_ns, param_msg
 
 PANDA = robots.path("panda")
 PLANAR_2R = robots.path("planar_2r")
@@ -92,12 +92,7 @@ class Probe:
     def _recorder(self, topic):
         def record(msg):
             with self.lock:
-                if topic == "gravity_command":
-                    self.commands.append(msg)
-                elif topic == "inertia_markers":
-                    self.markers.append(msg)
-                else:
-                    self.by_stamp[topic][stamp_ns(msg.header)] = msg
+                keep_output(self, topic, msg)
         return record
 
     # ---- inputs
@@ -118,7 +113,7 @@ class Probe:
                          velocity=[float(x) for x in velocity])
         msg.header.stamp = stamp if stamp is not None else self.new_stamp(self.node, age)
         msg.header.frame_id = "input_frame"
-        self.joint_states.publish(msg)
+        ros_utils.publish_matched(self.joint_states, msg, describe=lambda: self.log(40))
         return stamp_ns(msg.header)
 
     def get(self, topic, stamp):
@@ -355,19 +350,20 @@ def test_services_answer_while_joint_states_stream(left, module_ros_node):
 # --------------------------------------------------------------------------- parameters
 
 def test_every_parameter_is_declared_with_a_description(left, module_ros_node):
-    from rcl_interfaces.srv import DescribeParameters
-
+    """Each descriptor carries its table entry: description, type, read-only, range."""
     from manip_dynamics.rules.dynamics_parameters import PARAMETERS
 
-    names = [spec.name for spec in PARAMETERS]
-    res = ros_utils.call_service(module_ros_node, DescribeParameters,
-                                 "/left/dynamics_node/describe_parameters",
-                                 DescribeParameters.Request(names=names))
-    assert [d.name for d in res.descriptors] == names
-    for spec, d in zip(PARAMETERS, res.descriptors):
-        assert d.description and d.type == spec.type, spec.name
-    assert {d.name for d in res.descriptors if d.read_only} == {
-        "joint_states_qos.reliability", "joint_states_qos.depth"}
+    descriptors = ros_utils.assert_descriptors_match_table(
+        module_ros_node, "/left/dynamics_node", PARAMETERS)
+    assert all(d.description for d in descriptors)
+    assert {d.name for d in descriptors if d.read_only} == {
+        "joint_states_qos.reliability", "joint_states_qos.depth", "executor"}
+    ranges = {d.name: d.floating_point_range for d in descriptors}
+    for name in ("dynamics", "gravity_torques", "gravity_command", "coriolis_torques"):
+        (r,) = ranges[f"outputs.{name}.rate"]          # 0 = every state
+        assert (r.from_value, r.to_value) == (0.0, math.inf)
+    (r,) = ranges["outputs.inertia_markers.rate"]
+    assert (r.from_value, r.to_value) == (0.0, 1000.0)   # and > 0, checked by the node
 
 
 def test_gravity_parameter_flips_g(left):
@@ -517,7 +513,7 @@ def test_marker_parameters(left):
                                                                rel=1e-9)
 
         # Disabling clears the display (DELETEALL) and stops the stream.
-        left.set_ok(param_msg("markers.enabled", False))
+        left.set_ok(param_msg("outputs.inertia_markers.enabled", False))
         ros_utils.wait_for(lambda: any(m.markers and m.markers[0].action == Marker.DELETEALL
                                        for m in left.markers[-3:]))
         count = len(left.markers)
@@ -525,16 +521,19 @@ def test_marker_parameters(left):
             left.roundtrip(names, q, qd)
         assert len(left.markers) == count
 
-        # markers.rate bounds the marker stream: 1/20 Hz -> at most one for these messages.
-        left.set_ok(param_msg("markers.enabled", True), param_msg("markers.rate", 0.05))
+        # outputs.inertia_markers.rate bounds the marker stream: 1/20 Hz -> at most one for
+        # these messages.
+        left.set_ok(param_msg("outputs.inertia_markers.enabled", True),
+                    param_msg("outputs.inertia_markers.rate", 0.05))
         count = len(left.markers)
         for _ in range(6):
             left.roundtrip(names, q, qd)
         assert len(left.markers) - count <= 2      # at most: one DELETEALL + one array
     finally:
         left.set_ok(param_msg("markers.alpha", 0.6), param_msg("markers.show_mass_matrix", False),
-                    param_msg("markers.scale", 0.1), param_msg("markers.enabled", True),
-                    param_msg("markers.rate", 10.0))
+                    param_msg("markers.scale", 0.1),
+                    param_msg("outputs.inertia_markers.enabled", True),
+                    param_msg("outputs.inertia_markers.rate", 10.0))
 
 
 def test_max_state_age_skips_stale_messages(left):
@@ -542,8 +541,10 @@ def test_max_state_age_skips_stale_messages(left):
     left.set_ok(param_msg("max_state_age", 0.5))
     try:
         stale = left.send(names, q, qd, age=30.0)
-        left.assert_skipped(stale, (names, q, qd))
+        # the log line first: the good message of assert_skipped, queued right behind the
+        # stale one, would make the node skip the stale one unseen (latest wins)
         left.wait_log("stale: its stamp is 30.")
+        left.assert_skipped(stale, (names, q, qd))
         fresh, _ = left.roundtrip(names, q, qd)
     finally:
         left.set_ok(param_msg("max_state_age", 0.0))
@@ -568,7 +569,7 @@ BAD_VALUES = [
     ("damping", 0.0, "must be > 0"),
     ("damping", math.inf, "not finite"),
     ("singular_condition", 1.0, "must be > 1"),
-    ("markers.rate", 0.0, "must be > 0"),
+    ("outputs.inertia_markers.rate", 0.0, "must be > 0"),
     ("markers.scale", -0.1, "out of range"),         # the descriptor range
     ("markers.alpha", 1.5, "out of range"),
     ("max_state_age", -1.0, "out of range"),
@@ -652,8 +653,8 @@ BAD_INPUTS = [
                          ids=[b[0] for b in BAD_INPUTS])
 def test_bad_joint_states_are_skipped_and_named(right, what, names, position, velocity, logged):
     bad = right.send(names, position, velocity)
+    right.wait_log(logged)          # before a good message can queue behind it (latest wins)
     right.assert_skipped(bad, PLANAR_GOOD)
-    right.wait_log(logged)
     assert "joint_states message skipped" in right.log()
 
 
@@ -662,8 +663,8 @@ def test_out_of_order_stamp_is_skipped(right, module_ros_node):
     newer = right.send(*PLANAR_GOOD)
     right.wait("dynamics", newer)
     older = right.send(*PLANAR_GOOD, stamp=first)          # older than the one just handled
-    right.assert_skipped(older, PLANAR_GOOD)
     right.wait_log("out of order")
+    right.assert_skipped(older, PLANAR_GOOD)
     # A negative stamp (int32 seconds allow it) is just very old: skipped, node unharmed
     # (its log line falls in the same 5 s throttle window as the one above).
     negative = JointState().header.stamp
@@ -675,10 +676,12 @@ def test_out_of_order_stamp_is_skipped(right, module_ros_node):
 
 def test_repeated_problems_are_logged_throttled(right):
     names = ["joint1", "joint2", "joint2"]
-    for _ in range(6):
+    right.send(names, [0.1, 0.2, 0.3], [0.0] * 3)
+    right.wait_log("duplicate joint names 'joint2'")   # seen before anything queues behind
+    for _ in range(5):                                  # (latest wins would skip it unseen)
         right.send(names, [0.1, 0.2, 0.3], [0.0] * 3)
+        time.sleep(0.05)
     right.roundtrip(*PLANAR_GOOD)
-    right.wait_log("duplicate joint names 'joint2'")
     time.sleep(0.2)          # any further (unthrottled) line would be written by now
     assert right.log().count("duplicate joint names 'joint2'") == 1
 
@@ -801,6 +804,19 @@ def test_clock_jumping_back_restarts_the_stamp_order(node_process, module_ros_no
                     ros_utils.assert_running(proc)
             raise TimeoutError(f"no answer at sim time {sec}\n" + probe.log(40))
 
+        # The node's clock must be at 1000 before it goes back to 400: with no /clock yet
+        # its time is 0, and a first /clock of 400 would be a jump forward, not back.
+        # (this node's own /clock subscription seen, and the publisher matched to every
+        # /clock subscription: other processes may have one)
+        def clock_matched():
+            subs = module_ros_node.get_subscriptions_info_by_topic("/clock")
+            ours = any((i.node_namespace, i.node_name) == ("/sim", "dynamics_node")
+                       for i in subs)
+            return ours and clock.get_subscription_count() >= len(subs)
+        ros_utils.wait_for(clock_matched)
+        for _ in range(3):
+            clock.publish(at(1000))
+            time.sleep(0.1)
         answered(1000)
         # Same clock: an older stamp is out of order ...
         older = probe.send(*PLANAR_GOOD, stamp=at(500).clock)

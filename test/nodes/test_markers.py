@@ -15,6 +15,7 @@ import pytest
 from scipy.spatial.transform import Rotation
 
 from manip_dynamics import RobotModel, robots
+from manip_dynamics.core.errors import InputError
 from manip_dynamics.nodes import markers
 from manip_dynamics.rules.snapshot import MarkerOptions, Snapshot
 
@@ -88,10 +89,16 @@ def test_colour_green_to_red_with_condition_number():
     assert fractions == sorted(fractions) and fractions[0] == 0.0 and fractions[-1] == 1.0
 
 
+# each branch of Shepperd's method: identity (trace pivot) and half turns about x, y, z
+# (diagonal pivots), and near them
+PIVOT_CASES = [np.eye(3)] + [Rotation.from_rotvec(axis * angle).as_matrix()
+                             for axis in np.eye(3) for angle in (math.pi, math.pi - 1e-9, 2.5)]
+
+
 def test_rotation_quaternion_is_unit_and_proper():
     rng = np.random.default_rng(3)
-    for _ in range(20):
-        r = Rotation.random(random_state=rng).as_matrix()
+    cases = PIVOT_CASES + [Rotation.random(random_state=rng).as_matrix() for _ in range(20)]
+    for r in cases:
         q = markers.rotation_quaternion(r)
         assert math.isclose(q.x**2 + q.y**2 + q.z**2 + q.w**2, 1.0, rel_tol=1e-12)
         np.testing.assert_allclose(_rotation(q), r, atol=1e-12)
@@ -202,6 +209,31 @@ def test_namespaces_and_ids_are_stable(panda):
     assert len(set(keys_a)) == len(keys_a)   # no two markers share (ns, id)
 
 
+def test_reused_array_equals_a_fresh_one_state_after_state(panda):
+    """The node updates one MarkerArray in place: after any sequence of states (and a
+    refused one) it must equal, field by field, an array built fresh for the last state."""
+    snap = _snapshot(panda, show_mass_matrix=True)
+    reused = markers.InertiaMarkers(snap)
+    rng = np.random.default_rng(11)
+    for k in range(5):
+        q = Q_PANDA + rng.uniform(-0.5, 0.5, 7)
+        header = _header(panda.root_link, sec=100 + k, nanosec=k)
+        fresh = markers.inertia_marker_array(snap, q, header)
+        got = reused.update(q, header)
+        assert got is reused.array and got == fresh
+        assert [m.header.stamp.sec for m in got.markers] == [100 + k] * len(got.markers)
+    with pytest.raises(InputError, match="not finite|nan"):
+        reused.update(np.full(7, math.nan), _header(panda.root_link))
+    assert reused.array == fresh                    # a refused state changes nothing
+
+
+def test_markers_that_would_not_be_finite_are_refused(panda):
+    huge = markers.InertiaMarkers(_snapshot(panda, scale=1e308))     # diameters overflow
+    with pytest.raises(markers.MarkerError, match="would not be finite"):
+        huge.update(Q_PANDA, _header(panda.root_link))
+    assert all(m.scale.x == 0.0 for m in huge.array.markers[:1])     # nothing written
+
+
 def test_delete_all():
     array = markers.delete_all(_header("base_link", sec=7))
     assert len(array.markers) == 1
@@ -224,8 +256,8 @@ def test_running_node_publishes_inertia_markers(node_process, ros_node, panda):
         "manip_dynamics.nodes.dynamics_node", "--ros-args",
         "-r", "__node:=dynamics_node",
         "-p", f"urdf_file:={robots.path('panda')}",
-        "-p", "markers.enabled:=true",
-        "-p", "markers.rate:=20.0",
+        "-p", "outputs.inertia_markers.enabled:=true",
+        "-p", "outputs.inertia_markers.rate:=20.0",
         "-p", "markers.scale:=0.1",
     ])
     received = []

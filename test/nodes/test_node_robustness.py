@@ -51,7 +51,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 from visualization_msgs.msg import Marker
 
-from node_test_helpers import MODULE, OUTPUTS, stamp_ns
+from node_test_helpers import MODULE, OUTPUTS, keep_output, stamp_ns
 
 SEED = int(os.environ.get("ROBUSTNESS_SEED", "20250607"))
 DAMPING, SINGULAR = 1e-3, 1e6          # the node's defaults
@@ -127,12 +127,7 @@ class Watch:
                 self.counts[topic] += 1
                 if problem:
                     self.problems.append(f"{topic}: {problem}")
-                if topic == "gravity_command":
-                    self.commands.append(msg)
-                elif topic == "inertia_markers":
-                    self.markers.append(msg)
-                else:
-                    self.by_stamp[topic][stamp_ns(msg.header)] = msg
+                keep_output(self, topic, msg)
         return record
 
     @staticmethod
@@ -187,7 +182,7 @@ class Watch:
         key = stamp_ns(msg.header)
         assert key not in self.sent, "test bug: stamps must be unique"
         self.sent[key] = msg
-        self.pub.publish(msg)
+        ros_utils.publish_matched(self.pub, msg)
         return key
 
     def get(self, topic, stamp):
@@ -324,7 +319,9 @@ def test_joint_states_barrage(node_process, ros_node):
     model = MODELS["planar_rp"]
     tip = model.default_tip
     proc = start_node(node_process, "fuzz_js", f"urdf_file:={robots.path('planar_rp')}",
-                      "markers.rate:=10000.0", "markers.show_mass_matrix:=true")
+                      "outputs.inertia_markers.rate:=1000.0", "markers.show_mass_matrix:=true",
+                      # every valid message must be answered: no latest-wins skipping
+                      "joint_states_latest_wins:=false")
     watch = Watch(client, "fuzz_js", proc)
     try:
         watch.roundtrip(["theta", "r"], [0.1, 0.5], [0.2, 0.1])
@@ -389,8 +386,9 @@ def test_huge_positions_and_velocities_never_publish_inf(node_process, ros_node)
     client = ros_node
     """1e308 (finite) in q of a prismatic joint or in qd overflows the core: skipped, named."""
     model = MODELS["planar_rp"]
+    # every message judged (latest wins off): a burst would otherwise be skipped as older
     proc = start_node(node_process, "fuzz_huge", f"urdf_file:={robots.path('planar_rp')}",
-                      "markers.rate:=10000.0")
+                      "outputs.inertia_markers.rate:=1000.0", "joint_states_latest_wins:=false")
     watch = Watch(client, "fuzz_huge", proc)
     try:
         watch.roundtrip(["theta", "r"], [0.1, 0.5], [0.2, 0.1])
@@ -737,7 +735,7 @@ def test_robot_description_garbage_while_streaming(node_process, ros_node):
     """Garbage, empty and xacro descriptions are refused (previous model kept); a valid
     different robot is adopted, all while joint_states naming both robots' joints stream."""
     r2, panda = MODELS["planar_2r"], MODELS["panda"]
-    proc = start_node(node_process, "fuzz_desc", "markers.rate:=1000.0")
+    proc = start_node(node_process, "fuzz_desc", "outputs.inertia_markers.rate:=1000.0")
     watch = Watch(client, "fuzz_desc", proc)
     rng = random.Random(SEED + 2)
     names = list(r2.joint_names) + list(panda.joint_names) + ["gripper"]
@@ -817,8 +815,8 @@ def bad_parameters(rng):
         (p("damping", 0.0), "damping"),
         (p("damping", math.nan), "damping"),
         (p("singular_condition", 1.0), "singular_condition"),
-        (p("markers.rate", 0.0), "markers.rate"),
-        (p("markers.rate", -math.inf), "markers.rate"),
+        (p("outputs.inertia_markers.rate", 0.0), "outputs.inertia_markers.rate"),
+        (p("outputs.inertia_markers.rate", -math.inf), "outputs.inertia_markers.rate"),
         (p("markers.scale", math.nan), "markers.scale"),
         (p("markers.alpha", 1.5), "markers.alpha"),
         (p("tip_link", "☃"), "tip_link"),
@@ -842,9 +840,9 @@ def good_parameters(rng):
         p("gravity", [rng.uniform(-10, 10) for _ in range(3)]),
         p("damping", rng.choice([1e-6, 1e-3, 0.1])),
         p("singular_condition", rng.choice([10.0, 1e6, 1e12])),
-        p("markers.enabled", rng.random() < 0.5),
+        p("outputs.inertia_markers.enabled", rng.random() < 0.5),
         p("markers.show_mass_matrix", rng.random() < 0.5),
-        p("markers.rate", rng.choice([1.0, 50.0, 1e6])),
+        p("outputs.inertia_markers.rate", rng.choice([1.0, 50.0, 1000.0])),
         p("markers.scale", rng.choice([1e-3, 0.1, 10.0])),
         p("markers.alpha", rng.random()),
         p("tip_link", rng.choice(["", "link1", "link2", "tool"])),
@@ -859,7 +857,7 @@ def test_parameter_flips_while_streaming(node_process, ros_node):
     rng = random.Random(SEED + 3)
     r2 = MODELS["planar_2r"]
     proc = start_node(node_process, "fuzz_param", f"urdf_file:={robots.path('planar_2r')}",
-                      "markers.rate:=1000.0")
+                      "outputs.inertia_markers.rate:=1000.0")
     watch = Watch(client, "fuzz_param", proc)
     watch.roundtrip(["joint1", "joint2"], [0.1, 0.2], [0.3, 0.4])
     set_client = client.create_client(SetParameters, "/fuzz_param/dynamics_node/set_parameters")

@@ -128,22 +128,30 @@ def _stop(proc):
     print(ros_utils.read_log(proc, tail=200))
 
 
-@pytest.fixture(scope="module")
-def r2(tmp_path_factory):
-    proc = _start("r2", "planar_2r", tmp_path_factory)
+def _serve(name, robot, tmp_path_factory):
+    """A dynamics node ``name`` serving ``robot`` for a module's tests, then stopped."""
+    proc = _start(name, robot, tmp_path_factory)
     try:
-        yield Server(proc, "r2", RobotModel.from_urdf_file(robots.path("planar_2r")))
+        yield Server(proc, name, RobotModel.from_urdf_file(robots.path(robot)))
     finally:
         _stop(proc)
+
+
+@pytest.fixture(scope="module")
+def r2(tmp_path_factory):
+    yield from _serve("r2", "planar_2r", tmp_path_factory)
 
 
 @pytest.fixture(scope="module")
 def panda(tmp_path_factory):
-    proc = _start("panda", "panda", tmp_path_factory)
-    try:
-        yield Server(proc, "panda", RobotModel.from_urdf_file(robots.path("panda")))
-    finally:
-        _stop(proc)
+    yield from _serve("panda", "panda", tmp_path_factory)
+
+
+def _panda_inverse_dynamics(srv, friction):
+    """InverseDynamics request for the Panda test state (Q_PANDA, QD_PANDA, QDD_PANDA)."""
+    return srv.InverseDynamics.Request(position=Q_PANDA.tolist(), velocity=QD_PANDA.tolist(),
+                                       acceleration=QDD_PANDA.tolist(),
+                                       include_friction=friction)
 
 
 def _srv():
@@ -306,10 +314,7 @@ def test_panda_services_match_core(module_ros_node, panda):
                                rtol=1e-12, atol=1e-14)
 
     res = panda.call(module_ros_node, srv.InverseDynamics, "inverse_dynamics",
-                     srv.InverseDynamics.Request(position=Q_PANDA.tolist(),
-                                                 velocity=QD_PANDA.tolist(),
-                                                 acceleration=QDD_PANDA.tolist(),
-                                                 include_friction=True))
+                     _panda_inverse_dynamics(srv, friction=True))
     assert res.success, res.message
     np.testing.assert_allclose(
         res.effort, model.inverse_dynamics(Q_PANDA, QD_PANDA, QDD_PANDA, friction=True),
@@ -359,10 +364,7 @@ def test_inverse_then_forward_dynamics_round_trip(module_ros_node, panda):
     srv = _srv()
     for friction in (False, True):
         res = panda.call(module_ros_node, srv.InverseDynamics, "inverse_dynamics",
-                         srv.InverseDynamics.Request(position=Q_PANDA.tolist(),
-                                                     velocity=QD_PANDA.tolist(),
-                                                     acceleration=QDD_PANDA.tolist(),
-                                                     include_friction=friction))
+                         _panda_inverse_dynamics(srv, friction))
         assert res.success, res.message
         back = panda.call(module_ros_node, srv.ForwardDynamics, "forward_dynamics",
                           srv.ForwardDynamics.Request(position=Q_PANDA.tolist(),

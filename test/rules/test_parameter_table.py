@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 
 from manip_dynamics.rules.dynamics_parameters import PARAMETERS, SPECS, check_values
@@ -57,3 +58,84 @@ def test_the_dynamics_node_table():
                               ("joint_states_qos.reliability", "fast", "not one of")]:
         with pytest.raises(ParameterValueError, match=word):
             check_values(dict(defaults, **{name: value}))
+
+
+def test_array_lengths_unique_names_and_per_joint_lengths():
+    """length (a non-empty array has exactly that many values; empty = unset unless
+    min_items), unique names, and per-joint lengths judged only once the joints are known."""
+    obstacle = ParamSpec("size", "double_array", [], "s", length=3, low=0.0)
+    obstacle.check([])                                   # unset
+    obstacle.check([1.0, 2.0, 3.0])
+    with pytest.raises(ParameterValueError, match="needs 3 values, got 2"):
+        obstacle.check([1.0, 2.0])
+    gravity = ParamSpec("g", "double_array", [0.0, 0.0, -9.81], "g", length=3, min_items=3)
+    with pytest.raises(ParameterValueError, match="needs 3 values, got 0"):
+        gravity.check([])
+    names = ParamSpec("joints", "string_array", [], "j", unique=True)
+    names.check(["a", "b"])
+    for bad, word in [(["a", "b", "a"], "'a' is listed twice"), (["a", ""], "element 1")]:
+        with pytest.raises(ParameterValueError, match=word):
+            names.check(bad)
+    kp = ParamSpec("kp", "double_array", [1.0], "k", min_items=1, per_joint="one_or_each")
+    each = ParamSpec("q0", "double_array", [], "q", per_joint="each")
+    kp.check([1.0, 2.0, 3.0])                            # joints unknown: not judged
+    kp.check([1.0], ["j1", "j2"])
+    kp.check([1.0, 2.0], ["j1", "j2"])
+    with pytest.raises(ParameterValueError, match=r"expected 1 or 2 values \(joints j1, j2\)"):
+        kp.check([1.0, 2.0, 3.0], ["j1", "j2"])
+    with pytest.raises(ParameterValueError, match=r"expected 2 values"):
+        each.check([1.0], ["j1", "j2"])
+    assert kp.joint_values([4.0], ["j1", "j2", "j3"]) == [4.0, 4.0, 4.0]
+    assert kp.joint_values([4, 5], ["j1", "j2"]) == [4.0, 5.0]
+    assert each.joint_values([], ["j1", "j2"], default=(0.5, 0.25)) == [0.5, 0.25]
+    assert each.joint_values([], ["j1", "j2"]) == []
+    assert kp.constraints_text() == "at least 1 value, 1 value (all joints) or one per joint"
+    with pytest.raises(ValueError, match="per_joint"):
+        ParamSpec("x", "double_array", [], "", per_joint="all")
+
+
+def test_the_simulator_and_controller_tables():
+    """All three nodes use the one idiom: every default passes its table; bounds are
+    table fields (they become descriptor ranges), not prose."""
+    from manip_dynamics.nodes.computed_torque_controller import PARAMETERS as CONTROLLER
+    from manip_dynamics.sim.parameters import PARAMETERS as SIMULATOR
+
+    for table in (SIMULATOR, CONTROLLER):
+        specs = {spec.name: spec for spec in table}
+        assert len(specs) == len(table)
+        check_table(specs, {spec.name: spec.default for spec in table}, ["j1", "j2"])
+    sim = {spec.name: spec for spec in SIMULATOR}
+    assert (sim["publish_rate"].low, sim["publish_rate"].high) == (1e-3, 1e4)
+    assert sim["initial_positions"].per_joint == "each" and sim["command_joints"].unique
+
+
+def test_payload_inertia_parameter_and_core_payload_agree():
+    """payload.inertia is judged with the core's own rule and tolerance: on inertias at
+    the edge of round-off (negative moments and triangle violations from 1e-16 to 1e-6
+    kg m^2, on moments of 1e-3 and of 10 kg m^2) check_values refuses exactly what
+    RobotModel.with_payload refuses (before, the parameter allowed max(1e-9, ...) and the
+    core 1e-9 relative + 1e-15: a value could pass the parameter and fail the core)."""
+    from manip_dynamics import InputError, RobotModel, robots
+
+    model = RobotModel.from_urdf_file(robots.path("planar_2r"))
+    defaults = {spec.name: spec.default for spec in PARAMETERS}
+    refused = {True: 0, False: 0}
+    for scale in (1e-3, 10.0):
+        for excess in (1e-16, 1e-13, 5e-10, 1e-8, 1e-6):
+            for six in ([-excess, 0, 0, scale, 0, scale],                    # I1 < 0
+                        [scale, 0, 0, scale, 0, 2 * scale + excess]):       # I3 > I1 + I2
+                try:
+                    check_values(dict(defaults, **{"payload.inertia": six}))
+                    by_parameter = False
+                except ParameterValueError:
+                    by_parameter = True
+                I = np.array([[six[0], six[1], six[2]], [six[1], six[3], six[4]],
+                              [six[2], six[4], six[5]]])
+                try:
+                    model.with_payload(model.default_tip, 1.0, [0, 0, 0], I)
+                    by_core = False
+                except InputError:
+                    by_core = True
+                assert by_parameter == by_core, (scale, excess, six)
+                refused[by_core] += 1
+    assert refused[True] and refused[False]        # both outcomes occur in the grid

@@ -22,8 +22,6 @@ Bounds and why (damping and friction OFF in the plant unless stated):
 import numpy as np
 import pytest
 import ros_utils
-from rcl_interfaces.srv import SetParametersAtomically
-from rclpy.parameter import Parameter
 from sensor_msgs.msg import JointState
 
 from manip_dynamics import RobotModel, robots
@@ -34,12 +32,7 @@ AMPLITUDE = [0.25, 0.2, 0.25, 0.3, 0.3, 0.3, 0.4]
 FREQUENCY = [0.3, 0.35, 0.3, 0.4, 0.45, 0.4, 0.5]
 
 
-def _set(ros_node, node_name, **values):
-    request = SetParametersAtomically.Request(
-        parameters=[Parameter(k, value=v).to_parameter_msg() for k, v in values.items()])
-    response = ros_utils.call_service(ros_node, SetParametersAtomically,
-                                      f"{node_name}/set_parameters_atomically", request)
-    assert response.result.successful, response.result.reason
+_set = ros_utils.set_parameters_atomically      # (node, node name, **values)
 
 
 class Trace:

@@ -18,8 +18,10 @@ are printed with the reason, which must be one of ``REASONS``:
   positive definite unless ``balanceinertia`` alters it, which changes the dynamics (the
   issue asks for agreement without balancing): allegro hands, ANYmal B/C, B1, Go1, HyQ,
   iCub, PR2, Romeo small, finger_edu; and a moving body with zero mass (human, romeo);
-* our core refuses a non-positive inertia (TIAGo's antenna links, romeo_laas_small) and a
-  mimic joint whose master is not a moving joint below the root (alex_psyonic_hands);
+* our core refuses a mimic joint whose master is not a moving joint below the root
+  (alex_psyonic_hands). (TIAGo and romeo_laas_small, which the core refused for their
+  non-positive inertias before the inertia policy of core/inertia.py, now load in the core;
+  MuJoCo refuses the same inertias, so they are still not compared.)
 * ur3.urdf holds no link (a xacro wrapper); the quadrotors have no moving joint.
 No file that both load differs.
 """
@@ -53,7 +55,6 @@ REASONS = (
     "balanceinertia",               # MuJoCo: principal moments violate A + B >= C
     "positive eigenvalues",         # MuJoCo: an inertia that is not positive definite
     "mjMINVAL",                     # MuJoCo: a moving body without mass (the core warns)
-    "not positive (semi-)definite",  # the core: a negative principal moment
     "mimics",                       # the core: mimic master not a moving joint below root
     "no <link>",                    # ur3.urdf is a xacro wrapper, not a URDF
     "no moving joint",              # quadrotor bases: nothing to compare

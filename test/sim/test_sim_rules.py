@@ -17,7 +17,7 @@ JOINTS = ["joint1", "joint2"]
 
 @pytest.mark.parametrize("spec", PARAMETERS, ids=lambda p: p.name)
 def test_every_default_passes_its_own_check(spec):
-    assert spec.description and spec.type in (
+    assert spec.description and spec.kind in (
         "bool", "integer", "double", "string", "double_array", "string_array")
     assert check(spec.name, spec.default, JOINTS) == ""
 
@@ -25,7 +25,7 @@ def test_every_default_passes_its_own_check(spec):
 @pytest.mark.parametrize("name,value,words", [
     ("publish_rate", 0.0, ["publish_rate", ">= 0.001"]),
     ("coulomb_velocity", float("nan"), ["coulomb_velocity", "finite"]),
-    ("viscous_friction", [-1.0], ["viscous_friction", ">= 0.0"]),
+    ("viscous_friction", [-1.0], ["viscous_friction", ">= 0"]),
     ("viscous_friction", [0.1, 0.2, 0.3], ["viscous_friction", "1 or 2 values"]),
     ("initial_positions", [0.1], ["initial_positions", "2 values", "joint1, joint2"]),
     ("obstacle_size", [0.1, 0.1], ["obstacle_size", "3 values"]),

@@ -212,3 +212,17 @@ def test_the_model_plant_is_selectable_and_conserves_energy(node_process, ros_no
         ros_node, ApplyWrench, "arm_simulator/apply_wrench",
         ApplyWrench.Request(link="link2", force=[1.0, 0.0, 0.0], duration=0.1))
     assert not response.success and "model plant" in response.message
+
+
+def test_descriptors_publish_the_table(node_process, ros_node):
+    """The simulator's table reaches its descriptors: description, read-only, and each
+    bounded double's range (which rclpy itself then enforces)."""
+    from manip_dynamics.sim.parameters import PARAMETERS
+
+    proc = _start(node_process, ros_node)
+    descriptors = ros_utils.assert_descriptors_match_table(ros_node, "arm_simulator",
+                                                           PARAMETERS)
+    assert any(d.floating_point_range for d in descriptors)
+    ok, reasons = _set(ros_node, lockstep_timeout=2e6)
+    assert ok == [False] and "range" in reasons[0], reasons      # rclpy's own refusal
+    ros_utils.assert_running(proc)

@@ -1,0 +1,221 @@
+"""The dynamics node's contact outputs: the momentum observer on joint_states' ``effort``.
+
+Plugged into ``DynamicsNode`` through its ``state_listeners`` hook (called after the
+outputs of every accepted joint state, with the node's snapshot, the message, q and qd in
+model order). For every accepted state whose message carries ``effort``::
+
+    ~/external_torques  sensor_msgs/JointState   position = q, velocity = qd,
+                                                 effort = r (the residual r - bias ~ tau_ext)
+    ~/external_wrench   geometry_msgs/WrenchStamped  F = (J^T)^+ r at the tip frame's origin,
+                                                 root axes (frame_id = the root link)
+    ~/contact           manip_dynamics_interfaces/Contact  detection, isolated link, point
+    ~/contact_markers   visualization_msgs/MarkerArray  the tip-force arrow and the
+                                                 isolated link (at most observer.markers_rate Hz;
+                                                 a contact entered or left at once)
+
+services ``~/reset_observer`` and ``~/zero_observer`` (std_srvs/Trigger). Every output
+carries the joint state's stamp. Without effort the outputs stay silent and one info line
+says why (again only after effort came and went). The bookkeeping (what is integrated,
+the gap rule, restarts) is :mod:`manip_dynamics.rules.contact_monitor`; docs/node.md.
+"""
+from __future__ import annotations
+
+import math
+import threading
+import time
+
+from geometry_msgs.msg import Point, Vector3, WrenchStamped
+from sensor_msgs.msg import JointState
+from std_msgs.msg import ColorRGBA, Header
+from std_srvs.srv import Trigger
+from visualization_msgs.msg import Marker, MarkerArray
+
+from manip_dynamics.core.contact import link_segment
+from manip_dynamics.core.errors import InputError, ManipDynamicsError
+from manip_dynamics.rules.contact_monitor import ContactMonitor
+from manip_dynamics.rules.throttled_log import ThrottledLog
+from manip_dynamics_interfaces.msg import Contact
+
+WARNING_PERIOD = 5.0          # s: a repeated problem is logged at most this often
+FORCE_NS, LINK_NS, POINT_NS = "tip_force", "isolated_link", "contact_point"
+
+
+def _f64(values):
+    return [float(x) for x in values]
+
+
+class ContactOutputs:
+    """Publishers, services and the ContactMonitor of one DynamicsNode (module docstring)."""
+
+    def __init__(self, node):
+        self.node = node
+        self._lock = threading.Lock()     # monitor: listener vs services
+        self._monitor = None
+        self._effort_seen = None          # None: no state yet; else the last state had effort
+        self._last_markers = -math.inf
+        self._log = ThrottledLog(node.get_logger(), WARNING_PERIOD)
+        self.torques_pub = node.create_publisher(JointState, "~/external_torques", 10)
+        self.wrench_pub = node.create_publisher(WrenchStamped, "~/external_wrench", 10)
+        self.contact_pub = node.create_publisher(Contact, "~/contact", 10)
+        self.markers_pub = node.create_publisher(MarkerArray, "~/contact_markers", 10)
+        node.create_service(Trigger, "~/reset_observer", self._on_reset)
+        node.create_service(Trigger, "~/zero_observer", self._on_zero)
+        node.state_listeners.append(self.on_state)
+
+    # ------------------------------------------------------------------ services
+    def _on_reset(self, request, response):
+        return self._service(response, "reset", "observer reset: r = 0, bias cleared, "
+                                                "contact forgotten")
+
+    def _on_zero(self, request, response):
+        return self._service(response, "zero", "observer zeroed: bias = the current "
+                                               "residual")
+
+    def _service(self, response, action, text):
+        """reset succeeds always (with no observer running, the next one starts at r = 0
+        anyway); zero needs a running observer (it has no residual to take as bias)."""
+        with self._lock:
+            if self._monitor is None and action == "zero":
+                response.success = False
+                response.message = ("no observer running (no robot model, observer.enabled "
+                                    "false, or no joint_states with effort yet)")
+                return response
+            if self._monitor is not None:
+                getattr(self._monitor, action)()
+        self.node.get_logger().info(text)
+        response.success, response.message = True, text
+        return response
+
+    # ------------------------------------------------------------------ states
+    def on_state(self, snapshot, msg, q, qd, terms) -> None:
+        """The state listener: one accepted joint state (DynamicsNode's hook)."""
+        options = snapshot.observer
+        if not options.enabled:
+            with self._lock:
+                self._monitor = None
+            return
+        if not self._has_effort(msg):
+            return
+        with self._lock:
+            monitor = self._monitor_for(snapshot)
+            try:
+                tau = snapshot.model.vector_from_names(msg.name, msg.effort, field="effort")
+                t = monitor.seconds(msg.header.stamp.sec, msg.header.stamp.nanosec)
+                result = monitor.update(t, q, qd, tau)
+            except InputError as exc:
+                self._log("warning", "observer:" + str(exc)[:40],
+                          f"observer: sample not integrated: {exc}")
+                return
+            except ManipDynamicsError as exc:     # e.g. an overflowing model term
+                self._log("warning", "observer-core:" + type(exc).__name__,
+                          f"observer: sample not integrated: {exc}")
+                return
+            if result.event in ("gap_bridged", "gap_reset", "restart"):
+                self._log("info", "observer-event:" + result.event,
+                          f"observer: {result.event.replace('_', ' ')} at stamp "
+                          f"{monitor.absolute(t):.6f} s (observer.max_gap "
+                          f"{options.max_gap} s, observer.gap {options.gap})")
+            self._publish(snapshot, msg.header, monitor, q, qd, result)
+
+    def _has_effort(self, msg) -> bool:
+        """Log the no-effort line once per change; True when the message carries effort."""
+        has = len(msg.effort) > 0
+        if not has and self._effort_seen is not False:
+            self.node.get_logger().info(
+                "joint_states carry no effort: ~/external_torques, ~/external_wrench, "
+                "~/contact and ~/contact_markers stay silent (the momentum observer needs "
+                "the measured joint torques in effort)")
+        self._effort_seen = has
+        return has
+
+    def _monitor_for(self, snapshot) -> ContactMonitor:
+        """The monitor for this snapshot: kept, retargeted or started over (rules)."""
+        old = self._monitor
+        if old is None:
+            self._monitor = ContactMonitor(snapshot.model, snapshot.observer, snapshot.tip_frame)
+        else:
+            self._monitor = old.retarget(snapshot.model, snapshot.observer, snapshot.tip_frame)
+            if self._monitor is not old:
+                self.node.get_logger().info(
+                    "observer started over (r = 0, bias cleared): the robot model's dynamics "
+                    "or the observer.* parameters changed")
+        return self._monitor
+
+    # ------------------------------------------------------------------ messages
+    def _publish(self, snapshot, in_header, monitor, q, qd, result) -> None:
+        model = snapshot.model
+        header = Header(stamp=in_header.stamp, frame_id=in_header.frame_id)
+        root = Header(stamp=in_header.stamp, frame_id=model.root_link)
+        self.torques_pub.publish(JointState(
+            header=header, name=list(model.joint_names), position=_f64(q),
+            velocity=_f64(qd), effort=_f64(result.residual)))
+        F = result.wrench.F
+        wrench = WrenchStamped(header=root)
+        wrench.wrench.force = Vector3(x=float(F[0]), y=float(F[1]), z=float(F[2]))
+        wrench.wrench.torque = Vector3(x=float(F[3]), y=float(F[4]), z=float(F[5]))
+        self.wrench_pub.publish(wrench)
+        self.contact_pub.publish(contact_message(root, model, monitor, result))
+        now = time.monotonic()
+        period = 1.0 / snapshot.observer.markers_rate
+        if result.contact.event or now - self._last_markers >= period:
+            try:
+                self.markers_pub.publish(contact_markers(root, snapshot, q, result,
+                                                         monitor.detector.topology))
+                self._last_markers = now
+            except ManipDynamicsError as exc:
+                self._log("warning", "contact-markers", f"~/contact_markers not published: "
+                                                        f"{exc}")
+
+
+def contact_message(header, model, monitor, result) -> Contact:
+    """The Contact message of one result (fields: manip_dynamics_interfaces/msg/Contact)."""
+    c = result.contact
+    msg = Contact(header=header, in_contact=bool(c.in_contact), isolated_link=c.link,
+                  isolated_joint=model.joint_names[c.joint] if c.joint >= 0 else "",
+                  residual_norm=float(c.residual_norm))
+    msg.detection_time = monitor.absolute(c.detection_time) if c.in_contact else 0.0
+    if result.point is not None:
+        p, f = result.point.point, result.point.force
+        msg.contact_point_valid = True
+        msg.contact_point = Point(x=float(p[0]), y=float(p[1]), z=float(p[2]))
+        msg.contact_force = Vector3(x=float(f[0]), y=float(f[1]), z=float(f[2]))
+    return msg
+
+
+def _marker(header, ns, marker_type, color) -> Marker:
+    m = Marker(header=header, ns=ns, id=0, type=marker_type, action=Marker.ADD)
+    m.pose.orientation.w = 1.0
+    m.color = ColorRGBA(r=color[0], g=color[1], b=color[2], a=color[3])
+    return m
+
+
+def contact_markers(header, snapshot, q, result, topology) -> MarkerArray:
+    """``~/contact_markers``: ``tip_force`` / 0 ARROW from the tip frame's origin along the
+    estimated force f (length observer.force_scale * |f| m; root frame); ``isolated_link``
+    / 0 LINE_LIST along the isolated link's segment (core.contact.link_segment; topology:
+    core.contact.arm_topology of the model), red, and
+    ``contact_point`` / 0 SPHERE at the estimated point, while in contact (DELETE else)."""
+    model, options = snapshot.model, snapshot.observer
+    p = model.frame_pose(q, snapshot.tip_frame)[:3, 3]
+    f = result.wrench.F[:3]
+    arrow = _marker(header, FORCE_NS, Marker.ARROW, (1.0, 0.5, 0.0, 1.0))
+    end = p + options.force_scale * f
+    arrow.points = [Point(x=float(p[0]), y=float(p[1]), z=float(p[2])),
+                    Point(x=float(end[0]), y=float(end[1]), z=float(end[2]))]
+    arrow.scale = Vector3(x=0.01, y=0.02, z=0.03)     # shaft and head diameters, head length
+    link = _marker(header, LINK_NS, Marker.LINE_LIST, (1.0, 0.0, 0.0, 0.9))
+    point = _marker(header, POINT_NS, Marker.SPHERE, (1.0, 0.0, 1.0, 0.9))
+    c = result.contact
+    if c.in_contact:
+        ab = link_segment(model, topology, q, c.link)
+        link.points = [Point(x=float(v[0]), y=float(v[1]), z=float(v[2])) for v in ab]
+        link.scale.x = 0.04
+    else:
+        link.action = Marker.DELETE
+    if c.in_contact and result.point is not None:
+        x = result.point.point
+        point.pose.position = Point(x=float(x[0]), y=float(x[1]), z=float(x[2]))
+        point.scale = Vector3(x=0.04, y=0.04, z=0.04)
+    else:
+        point.action = Marker.DELETE
+    return MarkerArray(markers=[arrow, link, point])

@@ -1,0 +1,122 @@
+"""The dynamics node's ``~/estimate_payload`` service (manip_dynamics_interfaces/EstimatePayload).
+
+The node hands every accepted joint state to ``PayloadService.on_state`` (its
+``state_listeners`` hook); states with velocities and efforts go into a
+:class:`~manip_dynamics.rules.state_buffer.StateBuffer` (the last ``BUFFER_STATES``: 30 s
+at 1 kHz, 5 min at 100 Hz). A request estimates the payload at a link from the newest
+``duration`` seconds of it (:func:`~manip_dynamics.rules.state_buffer.estimate_from_states`),
+against the node's current model WITHOUT its payload parameters (gravity and friction as
+the node has them), and with ``apply`` sets the node's ``payload.*`` parameters to the
+result through the node's own parameter validation, so ``~/dynamics``,
+``~/gravity_torques`` ... include the payload from the next state on. The inertia is
+applied only when it was estimated and is physically valid; otherwise zero (a point mass).
+
+Bad requests (negative times, an unknown frame, too few or unexciting states) get
+``success: false`` and a message; the node goes on.
+"""
+from __future__ import annotations
+
+import math
+import traceback
+
+from geometry_msgs.msg import Inertia, Vector3
+from rclpy.parameter import Parameter
+
+from manip_dynamics.core.errors import InputError, ManipDynamicsError
+from manip_dynamics.rules.dynamics_parameters import (ParameterValueError, check_inertia,
+                                                      make_snapshot)
+from manip_dynamics.rules.state_buffer import DEFAULT_REST_SPEED, StateBuffer, estimate_from_states
+from manip_dynamics_interfaces.msg import Payload
+from manip_dynamics_interfaces.srv import EstimatePayload
+
+BUFFER_STATES = 30_000
+SERVICE = "~/estimate_payload"
+
+
+class PayloadService:
+    """``state()`` returns the node's current ``Applied`` state (snapshot, base model and
+    parameter values)."""
+
+    def __init__(self, node, state, capacity: int = BUFFER_STATES):
+        self.node, self._state = node, state
+        self.buffer = StateBuffer(capacity)
+        node.state_listeners.append(self.on_state)
+        self.service = node.create_service(EstimatePayload, SERVICE, self.on_request)
+
+    def on_state(self, snapshot, msg, q, qd, terms) -> None:
+        """state listener: keep (t, q, qd, tau) of a state with velocities and efforts."""
+        if qd is None or len(msg.effort) == 0:
+            return
+        try:
+            tau = snapshot.model.vector_from_names(msg.name, msg.effort, field="effort")
+        except InputError:      # efforts missing for some joint: not a usable state
+            return
+        t = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
+        self.buffer.append(snapshot.model.joint_names, t, q, qd, tau)
+
+    def on_request(self, request, response):
+        try:
+            self._answer(request, response)
+        except (ManipDynamicsError, ValueError) as exc:
+            response.success, response.message = False, f"{SERVICE}: {exc}"
+        except Exception as exc:  # never let a request take the node down
+            self.node.get_logger().error(f"{SERVICE} failed:\n" + traceback.format_exc())
+            response.success = False
+            response.message = f"{SERVICE}: internal error: {type(exc).__name__}: {exc}"
+        return response
+
+    def _answer(self, request, response) -> None:
+        for name in ("duration", "rest_speed", "effort_delay"):
+            value = getattr(request, name)
+            if not math.isfinite(value) or value < 0:
+                raise InputError(f"{name} must be finite and >= 0, got {value}")
+        state = self._state()
+        if state.snapshot is None:
+            raise InputError("no robot model yet")
+        frame = request.frame or state.snapshot.tip_frame
+        arm = make_snapshot(state.base_model, {**state.values, "payload.frame": ""}).model
+        names, t, q, qd, tau = self.buffer.last(request.duration)
+        if tuple(names) != tuple(arm.joint_names):
+            raise InputError("no buffered joint states with velocities and efforts for the "
+                             "current model")
+        est = estimate_from_states(arm, frame, t, q, qd, tau, request.static_only,
+                                   request.rest_speed or DEFAULT_REST_SPEED, request.effort_delay)
+        inertia6, note = self._inertia(est)
+        response.payload = Payload(frame_id=frame, inertia=Inertia(
+            m=est.mass, com=Vector3(x=float(est.com[0]), y=float(est.com[1]),
+                                    z=float(est.com[2])),
+            ixx=inertia6[0], ixy=inertia6[1], ixz=inertia6[2], iyy=inertia6[3],
+            iyz=inertia6[4], izz=inertia6[5]))
+        response.inertia_estimated = not note
+        response.mass_std = est.mass_std
+        response.com_std = [float(x) for x in est.com_std]
+        response.residual_rms = [float(x) for x in est.residual_rms]
+        response.states_used = len(t)
+        response.success = True
+        response.message = (f"payload at {frame}: {est.mass:.4g} kg, com "
+                            f"[{', '.join(f'{c:.4g}' for c in est.com)}] m from {len(t)} states"
+                            + note)
+        if request.apply:
+            response.applied, reason = self._apply(frame, est, inertia6)
+            response.message += "; applied" if response.applied else f"; NOT applied: {reason}"
+
+    @staticmethod
+    def _inertia(est):
+        """([ixx ixy ixz iyy iyz izz] about the com, '' or a note why it is zero)."""
+        if est.inertia is None:
+            return [0.0] * 6, " (inertia not excited: point mass)"
+        I = est.inertia
+        six = [float(x) for x in (I[0, 0], I[0, 1], I[0, 2], I[1, 1], I[1, 2], I[2, 2])]
+        try:
+            check_inertia("inertia", six)
+        except ParameterValueError as exc:
+            return [0.0] * 6, f" (estimated inertia not physical, {exc.reason}: point mass)"
+        return six, ""
+
+    def _apply(self, frame, est, inertia6):
+        result = self.node.set_parameters_atomically([
+            Parameter("payload.frame", Parameter.Type.STRING, frame),
+            Parameter("payload.mass", Parameter.Type.DOUBLE, float(est.mass)),
+            Parameter("payload.com", Parameter.Type.DOUBLE_ARRAY, [float(c) for c in est.com]),
+            Parameter("payload.inertia", Parameter.Type.DOUBLE_ARRAY, inertia6)])
+        return bool(result.successful), result.reason

@@ -1,0 +1,204 @@
+"""The dynamics node's per-state outputs, built cheaply: reused messages, cached name matching.
+
+One :class:`StateOutputs` is built per applied state (robot model + parameter values) and
+serves every joint_states message until the next change:
+
+* ``vectors(msg)`` -> ``(q, qd)`` in model order. The permutation name -> model index is
+  computed (and the names validated: duplicates, missing joints, with the core's
+  ``vector_from_names``) once per distinct ``tuple(msg.name)``; later messages with the same
+  name list cost one length check and one gather per field. Finiteness is left to the
+  core, which checks q and qd itself (``RobotModel._all_finite``, one branch-free pass);
+  ``explain(msg)`` turns a core ``InputError`` back into the message's own words (which
+  joint, which field).
+* ``publish(header, q, qd, g, terms, now)`` fills and publishes the enabled outputs that
+  someone subscribes to and that are due: the message objects (name lists, frame ids, tip frame) are built once, only the
+  stamp and the float64 arrays change per state. A publisher serialises the message inside
+  ``publish()``, so reusing the object for the next state is safe; the joint_states
+  callback runs one at a time (its own mutually exclusive callback group).
+
+Per-output switches and rate limits are the parameters ``outputs.<name>.enabled`` and
+``outputs.<name>.rate`` (Hz, 0 = every state) of :mod:`manip_dynamics.rules.dynamics_parameters`;
+``~/inertia_markers`` is not published from here but from a timer (``markers_due``).
+"""
+from __future__ import annotations
+
+import array
+from typing import Any, Mapping, Optional
+
+import numpy as np
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray, Header
+
+from manip_dynamics.core.errors import InputError
+from manip_dynamics.rules.snapshot import Snapshot
+from manip_dynamics_interfaces.msg import Dynamics
+
+# the per-state outputs, in publishing order (~/dynamics first: a computed-torque
+# controller waits for it), and the marker output published from a timer
+PER_STATE = ("dynamics", "gravity_torques", "gravity_command", "coriolis_torques")
+MARKERS = "inertia_markers"
+OUTPUT_NAMES = PER_STATE + (MARKERS,)
+NAME_CACHE_SIZE = 16    # distinct joint name lists remembered (a driver sends one or two)
+
+
+def f64(a) -> array.array:
+    """A float64[] message field from an array: row-major flattening, as an array('d'),
+    which the generated message setters take without checking element by element."""
+    out = array.array("d")
+    out.frombytes(np.ascontiguousarray(a, dtype=np.float64).tobytes(order="C"))
+    return out
+
+
+class RateGate:
+    """``due(now)``: True for the first state at or after each slot, the slots ``1 / rate``
+    apart (so ``rate`` states per second on average, never more; rate 0: always); never
+    when disabled. ``now`` is monotonic seconds. A state that is not due is simply not
+    published on that output; the next due state is."""
+
+    __slots__ = ("enabled", "period", "_next")
+
+    def __init__(self, enabled: bool, rate: float):
+        self.enabled = bool(enabled)
+        self.period = 1.0 / rate if rate > 0.0 else 0.0
+        self._next = -float("inf")
+
+    def due(self, now: float) -> bool:
+        if not self.enabled:
+            return False
+        if self.period == 0.0:
+            return True
+        if now < self._next:
+            return False
+        # keep the average rate: the next slot is one period after this one's, unless
+        # this state came more than a period late (then one period from now)
+        late = now - self._next
+        self._next = (self._next if late < self.period else now) + self.period
+        return True
+
+
+class StateOutputs:
+    """Outputs of one applied state; see the module docstring.
+
+    ``snapshot`` and ``values`` (the parameter values) are what the joint_states callback
+    uses for this state: read ``node._outputs`` once and take both from it.
+    """
+
+    def __init__(self, snapshot: Snapshot, values: Mapping[str, Any], publishers: Mapping,
+                 origin: str = ""):
+        self.snapshot = snapshot
+        self.values = values
+        self.origin = origin
+        self.max_state_age = float(values["max_state_age"])
+        self.latest_wins = bool(values["joint_states_latest_wins"])
+        self.backlog = int(values["joint_states_backlog"])
+        self._pub = publishers
+        self.gates = {name: RateGate(values[f"outputs.{name}.enabled"],
+                                     values[f"outputs.{name}.rate"])
+                      for name in PER_STATE}
+        model = snapshot.model
+        names = list(model.joint_names)
+        self._n = model.n
+        self._names_cache: dict[tuple, np.ndarray] = {}
+        index = {name: i for i, name in enumerate(names)}
+        self._command_index = np.array([index[j] for j in snapshot.command_joints],
+                                       dtype=np.intp)
+        self._gravity = JointState(name=names)
+        self._coriolis = JointState(name=names)
+        self._command = Float64MultiArray()
+        self._dynamics = Dynamics(header=Header(frame_id=model.root_link), joint_names=names,
+                                  tip_frame=snapshot.tip_frame)
+        self._empty = array.array("d")
+
+    # ------------------------------------------------------------------ input
+
+    def _index(self, msg) -> np.ndarray:
+        """Model index -> position in msg.name (validated on first sight of a name list)."""
+        key = tuple(msg.name)
+        index = self._names_cache.get(key)
+        if index is None:
+            model = self.snapshot.model
+            # raises InputError naming duplicates / missing joints / lengths / a bad value
+            model.vector_from_names(msg.name, msg.position, field="position")
+            where = {name: i for i, name in enumerate(key)}
+            index = np.array([where[j] for j in model.joint_names], dtype=np.intp)
+            if len(self._names_cache) >= NAME_CACHE_SIZE:
+                self._names_cache.clear()
+            self._names_cache[key] = index
+        return index
+
+    def vectors(self, msg) -> tuple[np.ndarray, Optional[np.ndarray]]:
+        """(q, qd) in model order from a JointState (qd None when ``velocity`` is empty).
+
+        Raises InputError for a message whose name list does not fit the model or whose
+        field lengths differ from the name list's; values are not checked for finiteness
+        here (the core does it: call :meth:`explain` on its InputError)."""
+        index = self._index(msg)
+        n_names = len(msg.name)
+        if len(msg.position) != n_names:
+            raise InputError(f"position: {n_names} names but {len(msg.position)} values")
+        q = np.asarray(msg.position, dtype=np.float64)[index]
+        if not len(msg.velocity):
+            return q, None
+        if len(msg.velocity) != n_names:
+            raise InputError(f"velocity: {n_names} names but {len(msg.velocity)} values")
+        return q, np.asarray(msg.velocity, dtype=np.float64)[index]
+
+    def explain(self, msg, exc: InputError) -> InputError:
+        """The core refused q or qd (a NaN or inf): the same problem in the message's
+        words, from ``vector_from_names`` (names the field, the joint and the value)."""
+        model = self.snapshot.model
+        try:
+            model.vector_from_names(msg.name, msg.position, field="position")
+            if len(msg.velocity):
+                model.vector_from_names(msg.name, msg.velocity, field="velocity")
+        except InputError as named:
+            return named
+        return exc
+
+    # ------------------------------------------------------------------ output
+
+    def _due(self, name: str, now: float) -> bool:
+        """Enabled, subscribed to (a volatile message nobody subscribes to is lost anyway:
+        not building and serialising it saves ~20 us per output), and due by its rate."""
+        gate = self.gates[name]
+        return (gate.enabled and self._pub[name].get_subscription_count() > 0
+                and gate.due(now))
+
+    def publish(self, header: Header, q, qd, g, terms, now: float) -> None:
+        """Publish the enabled, subscribed, due outputs of one state (``qd`` and ``terms``
+        None for a position-only state: ~/dynamics and ~/coriolis_torques are then not
+        published). ``header`` is the input's; ``now`` monotonic seconds (rate limits)."""
+        due, pub = self._due, self._pub
+        if terms is not None and due("dynamics", now):
+            pub["dynamics"].publish(self._fill_dynamics(header, q, qd, g, terms))
+        if due("gravity_torques", now):
+            pub["gravity_torques"].publish(self._fill_joint_state(self._gravity, header, q,
+                                                                  qd, g))
+        if due("gravity_command", now):
+            self._command.data = f64(g[self._command_index])
+            pub["gravity_command"].publish(self._command)
+        if terms is not None and due("coriolis_torques", now):
+            pub["coriolis_torques"].publish(self._fill_joint_state(self._coriolis, header, q,
+                                                                   qd, terms.c))
+
+    def _fill_joint_state(self, msg: JointState, header: Header, q, qd, effort) -> JointState:
+        msg.header.stamp = header.stamp
+        msg.header.frame_id = header.frame_id
+        msg.position = f64(q)
+        msg.velocity = self._empty if qd is None else f64(qd)
+        msg.effort = f64(effort)
+        return msg
+
+    def _fill_dynamics(self, header: Header, q, qd, g, terms) -> Dynamics:
+        msg = self._dynamics
+        cond = float(terms.condition_number)
+        msg.header.stamp = header.stamp
+        msg.position, msg.velocity = f64(q), f64(qd)
+        msg.gravity, msg.coriolis = f64(g), f64(terms.c)
+        msg.mass_matrix = f64(terms.M)
+        msg.jacobian = f64(terms.J)
+        msg.effective_inertia = f64(terms.Lambda)
+        msg.inverse_effective_inertia = f64(terms.A)
+        msg.condition_number = cond
+        msg.near_singular = bool(terms.singular) or cond > self.snapshot.singular_condition
+        return msg

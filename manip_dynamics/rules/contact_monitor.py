@@ -1,0 +1,227 @@
+"""The dynamics node's contact awareness without ROS: the observer's bookkeeping per sample.
+
+The core gives the pieces (:mod:`manip_dynamics.core.observer`: the momentum observer
+r ~ tau_ext; :mod:`manip_dynamics.core.contact`: the tip wrench, detection with
+hysteresis, isolation, the contact point). :class:`ContactMonitor` decides what the node
+feeds them and when it starts over; ``manip_dynamics.nodes.contact_outputs`` only turns
+its results into messages. The rules (also in docs/node.md, "Contact outputs"):
+
+* effort meaning: ``observer.effort`` = ``total`` (effort is the motor torque tau_m) or
+  ``minus_gravity`` (effort is tau_m - g(q), as some drivers report it); the observer's
+  beta then omits g (core docstring). ``observer.effort_timing`` = ``sampled`` (the
+  torque at the stamp) or ``held`` (the torque held over the period ending at the stamp,
+  as arm_simulator publishes it: integrated exactly instead of by the trapezoid).
+* no bad sample is integrated: a sample whose effort is missing for a joint, has the wrong
+  length or a non-finite value, which has no velocities, or whose stamp is not after the
+  last accepted one, raises :class:`InputError` and leaves r, the integral and the contact
+  state exactly as they were (the next good sample spans the skipped one).
+* gap rule: a step longer than ``observer.max_gap`` s (dropped or stale samples, a
+  paused stream) is not integrated; ``observer.gap`` = ``bridge`` holds r and restarts
+  the integral at the new sample, ``reset`` sets r = 0 there. Neither can make a spike
+  (the integral over the gap, which would need beta inside it, is never formed).
+* a clock restart: a stamp more than ``max_gap`` before the last accepted one (a bag
+  looped, a simulation restarted) starts the observer over at that sample (r = 0, bias
+  kept); a stamp at most ``max_gap`` old is a stale sample (skipped, see above).
+* model change: :meth:`ContactMonitor.retarget` keeps the observer only when the new
+  model has the same dynamics (same joints and the same M, C, g, tau_fr at a fixed
+  test state) and the observer options are unchanged; otherwise it starts over
+  (r = 0, bias cleared, contact forgotten).
+* reset (r = 0, bias cleared, contact forgotten; the integral restarts at the next sample)
+  and zero (bias = the current r, so the residual reads 0; contact forgotten).
+
+Nothing here imports rclpy.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+
+from manip_dynamics.core.contact import ContactDetector, contact_point, tip_wrench
+from manip_dynamics.core.errors import InputError
+from manip_dynamics.core.observer import MomentumObserver
+
+
+@dataclass(frozen=True)
+class ObserverOptions:
+    """The ``observer.*`` parameters, per joint where they are per joint (model order).
+
+    gains K_O (1/s), enter thresholds (N*m or N) per joint; leave = hysteresis * enter;
+    friction: subtract the model's friction; effort: "total" or "minus_gravity"; timing:
+    "sampled" or "held" (core.observer: the torque at the stamp, or the torque held over
+    the period ending there, as arm_simulator publishes it); max_gap
+    (s) and gap ("bridge" / "reset"): the gap rule; wrench_threshold (m): the singular
+    value below which the tip-wrench inverse is damped (core.contact.tip_wrench);
+    force_scale (m/N): arrow length per newton of ``~/contact_markers``; markers_rate (Hz).
+    """
+
+    enabled: bool = True
+    gains: tuple = (50.0,)
+    enter: tuple = (2.0,)
+    hysteresis: float = 0.5
+    friction: bool = False
+    effort: str = "total"
+    timing: str = "sampled"
+    max_gap: float = 0.05
+    gap: str = "bridge"
+    wrench_threshold: float = 0.01
+    contact_point: bool = False
+    force_scale: float = 0.01
+    markers_rate: float = 10.0
+
+    @property
+    def leave(self) -> tuple:
+        return tuple(self.hysteresis * e for e in self.enter)
+
+
+@dataclass(frozen=True)
+class ContactResult:
+    """One accepted sample: t (s); residual r - bias (n,); event of the observer ("start",
+    "step", "gap_bridged", "gap_reset", "restart"); wrench the core's WrenchEstimate at the
+    tip frame; contact the core's ContactState; point the core's ContactPoint or None."""
+
+    t: float
+    residual: np.ndarray
+    event: str
+    wrench: object
+    contact: object
+    point: object
+
+
+def _fingerprint(model) -> np.ndarray:
+    """M, C, g and tau_fr of ``model`` at one fixed, generic state, as one vector: two models
+    with the same fingerprint give the observer the same beta and p (to round-off)."""
+    n = model.n
+    q = 0.1 + 0.37 * np.arange(n) % 1.3
+    qd = 0.3 - 0.21 * np.arange(n) % 0.9
+    return np.concatenate([model.mass_matrix(q).ravel(), model.coriolis_matrix(q, qd).ravel(),
+                           model.gravity_torques(q), model.friction_torques(qd)])
+
+
+class ContactMonitor:
+    """Observer + detector of one model, fed sample by sample (module docstring rules).
+
+    model: RobotModel; options: :class:`ObserverOptions` (per-joint tuples of length 1 or
+    n); tip_frame: the frame of the wrench estimate.
+    """
+
+    def __init__(self, model, options: ObserverOptions, tip_frame: str):
+        n = model.n
+        self.model, self.options, self.tip_frame = model, options, tip_frame
+        self.observer = MomentumObserver(
+            model, gains=per_joint(options.gains, n, "observer.gains"),
+            effort=options.effort, friction=options.friction, max_dt=options.max_gap,
+            gap=options.gap, timing=options.timing)
+        enter = per_joint(options.enter, n, "observer.enter_thresholds")
+        self.detector = ContactDetector(model, enter, options.hysteresis * enter)
+        self._fingerprint = _fingerprint(model)
+        self.restarts = 0
+        self.epoch: Optional[int] = None   # whole seconds subtracted from every stamp
+
+    def seconds(self, sec: int, nanosec: int) -> float:
+        """The observer's t (s) of a header stamp: (sec - epoch) + nanosec 1e-9, the epoch
+        being the first stamp's whole seconds. A stamp near 1.7e9 s as one float64 would
+        carry only ~2e-7 s of resolution (2e-4 of a 1 ms step); relative to the epoch it
+        is exact to 1e-15 s over hours."""
+        if self.epoch is None:
+            self.epoch = int(sec)
+        return (int(sec) - self.epoch) + 1e-9 * int(nanosec)
+
+    def absolute(self, t: float) -> float:
+        """A t of :meth:`seconds` back on the header's clock (s); nan stays nan."""
+        return t + (self.epoch or 0)
+
+    # ------------------------------------------------------------------ lifecycle
+    def retarget(self, model, options: ObserverOptions, tip_frame: str) -> "ContactMonitor":
+        """This monitor (now on ``model``) when neither the dynamics nor the options changed,
+        else a fresh one (the module docstring's model-change rule)."""
+        if model is self.model and options == self.options:
+            self.tip_frame = tip_frame
+            return self
+        same = (options == self.options and model.joint_names == self.model.joint_names
+                and np.array_equal(_fingerprint(model), self._fingerprint))
+        if not same:
+            return ContactMonitor(model, options, tip_frame)
+        self.model, self.tip_frame = model, tip_frame
+        self.observer.model = model
+        return self
+
+    def reset(self) -> None:
+        """r = 0, bias cleared, contact forgotten; the integral restarts at the next sample."""
+        self.observer.reset(clear_bias=True)
+        self.detector.reset()
+
+    def zero(self) -> None:
+        """bias = the current r (the residual reads 0 now); contact forgotten."""
+        self.observer.zero()
+        self.detector.reset()
+
+    # ------------------------------------------------------------------ samples
+    def update(self, t: float, q, qd, tau) -> ContactResult:
+        """Feed one sample: t (s, the joint state's stamp), q, qd, tau (n,) in model order,
+        tau in the ``effort`` meaning. -> :class:`ContactResult`.
+
+        InputError (nothing changed, nothing integrated) for a bad sample: qd None, tau
+        non-finite or of the wrong shape, a stale stamp."""
+        if qd is None:
+            raise InputError("no velocities: the observer needs qd (p = M(q) qd)")
+        last = self.observer.time
+        event = None
+        if last is not None and t <= last:
+            if last - t <= self.options.max_gap:
+                raise InputError(f"stale sample: stamp {t:.9f} s is not after the last "
+                                 f"accepted {last:.9f} s; not integrated")
+            self._check_tau(tau, q)          # a bad restart sample is skipped as well
+            self.observer.reset()            # clock restart: start over here, bias kept
+            self.detector.reset()
+            self.restarts += 1
+            event = "restart"
+        step = self.observer.update(t, q, qd, tau)
+        r = step.residual
+        contact = self.detector.update(t, r)
+        wrench = tip_wrench(self.model, q, r, self.tip_frame,
+                            threshold=self.options.wrench_threshold)
+        point = None
+        if contact.in_contact and self.options.contact_point:
+            point = contact_point(self.model, q, r, contact.link,
+                                  topology=self.detector.topology)
+        return ContactResult(float(t), r, event or step.event, wrench, contact, point)
+
+    def _check_tau(self, tau, q) -> None:
+        a = np.asarray(tau, dtype=float)
+        if a.shape != np.shape(q) or not np.isfinite(a).all():
+            raise InputError(f"tau must be a finite vector of shape {np.shape(q)}")
+
+
+def per_joint(values, n: int, name: str) -> np.ndarray:
+    """A per-joint parameter (1 value for every joint, or n values) as an (n,) array;
+    InputError naming ``name`` otherwise."""
+    a = np.asarray(list(values), dtype=float)
+    if a.shape not in ((1,), (n,)):
+        raise InputError(f"{name}: needs 1 value or one per joint ({n}), got {a.size}")
+    return np.broadcast_to(a, (n,)).copy()
+
+
+def options_from_values(values) -> ObserverOptions:
+    """The ObserverOptions of the node's parameter values (name -> value, already checked
+    against the table by rules.dynamics_parameters)."""
+    return ObserverOptions(
+        enabled=bool(values["observer.enabled"]),
+        gains=tuple(float(x) for x in values["observer.gains"]),
+        enter=tuple(float(x) for x in values["observer.enter_thresholds"]),
+        hysteresis=float(values["observer.hysteresis"]),
+        friction=bool(values["observer.friction"]),
+        effort=str(values["observer.effort"]),
+        timing=str(values["observer.effort_timing"]),
+        max_gap=float(values["observer.max_gap"]),
+        gap=str(values["observer.gap"]),
+        wrench_threshold=float(values["observer.wrench_threshold"]),
+        contact_point=bool(values["observer.contact_point"]),
+        force_scale=float(values["observer.force_scale"]),
+        markers_rate=float(values["observer.markers_rate"]),
+    )
+
+
+__all__ = ["ObserverOptions", "ContactMonitor", "ContactResult", "options_from_values",
+           "per_joint"]

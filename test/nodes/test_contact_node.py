@@ -1,0 +1,281 @@
+"""dynamics_node's contact outputs over real rclpy + DDS: the observer on joint_states effort.
+
+One dynamics node (embedded Panda, ``urdf_file``) in its own process; this process
+publishes joint states with chosen stamps and records ``~/external_torques``,
+``~/external_wrench``, ``~/contact`` and ``~/gravity_torques`` by stamp (the node copies
+the input stamp to every output).
+
+The reference is a closed form: the arm at rest at q with tau_m = g(q) - J(q)^T F (an
+external wrench F at the tip balanced by the motors; g and J from PINOCCHIO, not our
+core) makes the observer's residual exactly r(t) = (1 - exp(-K_O (t - t_0))) J^T F at
+every sample, whatever the steps between samples (the exponentials compose): so a
+skipped sample changes nothing, a bridged gap holds r, and any spike would show.
+"""
+from __future__ import annotations
+
+import math
+import threading
+import time
+
+import numpy as np
+import pinocchio as pin
+import pytest
+import ros_utils
+from geometry_msgs.msg import WrenchStamped
+from rcl_interfaces.srv import SetParameters
+from sensor_msgs.msg import JointState
+from std_srvs.srv import Trigger
+from visualization_msgs.msg import Marker, MarkerArray
+
+from manip_dynamics import robots
+from manip_dynamics_interfaces.msg import Contact
+from node_test_helpers import MODULE, param_msg, stamp_ns
+
+PANDA = robots.path("panda")
+JOINTS = [f"panda_joint{i}" for i in range(1, 8)]
+Q = np.array([0.1, -0.5, 0.2, -2.0, 0.3, 1.7, 0.6])
+F = np.array([10.0, -5.0, 8.0, 0.5, 1.0, 2.0])        # at panda_link8's origin, root axes
+K_O = 50.0
+PERIOD = 0.01                                          # s between stamps
+
+
+def pinocchio_terms(q):
+    """g(q), the (6, 7) Jacobian of panda_link8's origin in root axes (LOCAL_WORLD_
+    ALIGNED: [v; w]) and the origins of panda_link8 and panda_link7, from Pinocchio."""
+    model = pin.buildModelFromUrdf(PANDA)
+    data = model.createData()
+    g = pin.computeGeneralizedGravity(model, data, q)
+    J = pin.computeFrameJacobian(model, data, q, model.getFrameId("panda_link8"),
+                                 pin.LOCAL_WORLD_ALIGNED)
+    pin.framesForwardKinematics(model, data, q)
+    origins = {f: np.array(data.oMf[model.getFrameId(f)].translation)
+               for f in ("panda_link7", "panda_link8")}
+    return np.array(g), np.array(J), origins
+
+
+G, J, ORIGINS = pinocchio_terms(Q)
+TAU_EXT = J.T @ F
+
+
+class Probe:
+    """Publishes joint states with stamps on a private clock; records outputs by stamp."""
+
+    TOPICS = {"external_torques": JointState, "external_wrench": WrenchStamped,
+              "contact": Contact, "gravity_torques": JointState}
+
+    def __init__(self, node, proc):
+        self.node, self.proc, self.lock = node, proc, threading.Lock()
+        self.got = {topic: {} for topic in self.TOPICS}
+        for topic, msg_type in self.TOPICS.items():
+            node.create_subscription(msg_type, f"dynamics_node/{topic}",
+                                     self._recorder(topic), 100)
+        self.markers = {}                       # stamp ns -> MarkerArray (no header of its own)
+        node.create_subscription(MarkerArray, "dynamics_node/contact_markers",
+                                 self._on_markers, 100)
+        self.pub = node.create_publisher(JointState, "joint_states", 50)
+        self.t_ns = node.get_clock().now().nanoseconds - 3600 * 10 ** 9   # an hour ago
+
+    def _on_markers(self, msg):
+        with self.lock:
+            self.markers[stamp_ns(msg.markers[0].header)] = msg
+
+    def _recorder(self, topic):
+        def record(msg):
+            with self.lock:
+                self.got[topic][stamp_ns(msg.header)] = msg
+        return record
+
+    def state(self, effort, dt=PERIOD, names=JOINTS, velocity=True):
+        """Publish one state at rest at Q, stamp advanced by dt (0: the same stamp)."""
+        self.t_ns += int(round(dt * 1e9))
+        msg = JointState(name=list(names), position=Q.tolist())
+        if velocity:
+            msg.velocity = [0.0] * 7
+        msg.effort = [float(x) for x in effort]
+        msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(self.t_ns, 10 ** 9)
+        # one message at a time: publish until the node answered it (gravity_torques with
+        # its stamp), so a loaded machine dropping a best-effort message cannot lose a
+        # sample; a repeat of a message the node did see is a stale stamp, skipped
+        for _ in range(10):
+            self.pub.publish(msg)
+            try:
+                ros_utils.wait_for(lambda: self.has("gravity_torques", self.t_ns),
+                                   timeout=2.0, interval=0.002)
+                break
+            except TimeoutError:
+                ros_utils.assert_running(self.proc)
+        return self.t_ns
+
+    def wait(self, topic, stamp, timeout=20.0):
+        def arrived():
+            with self.lock:
+                return self.got[topic].get(stamp)
+        ros_utils.assert_running(self.proc)
+        return ros_utils.wait_for(arrived, timeout=timeout,
+                                  message=f"no {topic} for stamp {stamp}")
+
+    def has(self, topic, stamp):
+        with self.lock:
+            return stamp in self.got[topic]
+
+    def call(self, service):
+        return ros_utils.call_service(self.node, Trigger, f"dynamics_node/{service}",
+                                      Trigger.Request())
+
+    def set(self, *params):
+        request = SetParameters.Request(parameters=[param_msg(n, v) for n, v in params])
+        return ros_utils.call_service(self.node, SetParameters, "dynamics_node/set_parameters",
+                                      request).results
+
+
+def first_order(t):
+    return -math.expm1(-K_O * t) * TAU_EXT
+
+
+@pytest.fixture(scope="module")
+def probe(module_ros_node):
+    # its own temporary log directory (not pytest's tmp_path: other pytest sessions of the
+    # same user prune old basetemp directories while this module runs)
+    # every state processed, in order (latest wins off, a reliable and deep queue): the tests
+    # publish bursts and check the observer on every sample, as a replayed recording would
+    proc = ros_utils.start_node_process([
+        MODULE, "--ros-args", "-p", f"urdf_file:={PANDA}",
+        "-p", "joint_states_latest_wins:=false",
+        "-p", "joint_states_qos.reliability:=reliable", "-p", "joint_states_qos.depth:=100"])
+    try:
+        p = Probe(module_ros_node, proc)
+
+        def answered():             # ready: a state without effort is answered
+            ros_utils.assert_running(proc)
+            p.state([])
+            with p.lock:
+                return len(p.got["gravity_torques"]) > 0
+        ros_utils.wait_for(answered, timeout=90.0, interval=0.2)
+        yield p
+    finally:
+        ros_utils.stop_process(proc)
+        print(ros_utils.read_log(proc, tail=200))
+
+
+def restart(p):
+    """Reset the observer and start it at a fresh sample; -> the start stamp (ns)."""
+    assert p.call("reset_observer").success
+    p.state(G - TAU_EXT, dt=1.0)           # 1 s later: a gap anyway
+    return p.t_ns
+
+
+def test_without_effort_silent_with_one_info_line(probe):
+    stamps = [probe.state([]) for _ in range(5)]
+    probe.wait("gravity_torques", stamps[-1])
+    time.sleep(0.3)
+    assert not any(probe.has(t, s) for t in ("external_torques", "contact", "external_wrench")
+                   for s in stamps)
+    log = ros_utils.read_log(probe.proc)
+    assert log.count("joint_states carry no effort") == 1, log[-2000:]
+
+
+def test_constant_tip_wrench_closed_form_detection_and_isolation(probe):
+    """r(t) = (1 - exp(-K_O t)) J^T F to 1e-9 relative (Pinocchio's g and J against our
+    core's, exact discretisation); the wrench -> F (1e-6) once settled; in contact from the
+    first sample with some |r_i| > 2 N*m (the default enter threshold), isolated link 7."""
+    t0 = restart(probe)
+    stamps = [probe.state(G - TAU_EXT) for _ in range(50)]
+    scale = np.abs(TAU_EXT).max()
+    first = None
+    for s in stamps:
+        r = np.array(probe.wait("external_torques", s).effort)
+        np.testing.assert_allclose(r, first_order((s - t0) * 1e-9), rtol=0, atol=1e-9 * scale)
+        c = probe.wait("contact", s)
+        crossed = np.any(np.abs(first_order((s - t0) * 1e-9)) > 2.0)
+        first = first or (s if crossed else None)
+        assert c.in_contact == (first is not None)
+    assert abs(TAU_EXT[6]) > 1.0                     # joint 7 carries it: link 7 isolated
+    assert c.isolated_link == "panda_link7" and c.isolated_joint == "panda_joint7"
+    assert c.detection_time == pytest.approx(first * 1e-9, abs=1e-6)
+    assert (first - t0) * 1e-9 <= 3.0 / K_O
+    w = probe.wait("external_wrench", stamps[-1])
+    assert w.header.frame_id == "panda_link0"
+    est = [w.wrench.force.x, w.wrench.force.y, w.wrench.force.z,
+           w.wrench.torque.x, w.wrench.torque.y, w.wrench.torque.z]
+    np.testing.assert_allclose(est, F, rtol=0, atol=1e-6 * np.abs(F).max())
+    # ~/contact_markers at the detecting sample (sent at once on entering contact): the
+    # arrow from the tip's origin along observer.force_scale (0.01 m/N) times the
+    # estimated force, the isolated link's segment from panda_link7's origin (Pinocchio)
+    ros_utils.wait_for(lambda: probe.markers.get(first), timeout=10.0)
+    arrow, link, _ = probe.markers[first].markers
+    w = probe.wait("external_wrench", first).wrench.force
+    start, end = (np.array([p.x, p.y, p.z]) for p in arrow.points)
+    assert arrow.type == Marker.ARROW and link.type == Marker.LINE_LIST
+    np.testing.assert_allclose(start, ORIGINS["panda_link8"], atol=1e-9)
+    np.testing.assert_allclose(end - start, 0.01 * np.array([w.x, w.y, w.z]), atol=1e-9)
+    assert link.action == Marker.ADD and len(link.points) == 2
+    np.testing.assert_allclose([link.points[0].x, link.points[0].y, link.points[0].z],
+                               ORIGINS["panda_link7"], atol=1e-9)
+
+
+def test_bad_effort_is_skipped_never_integrated_and_gaps_never_spike(probe):
+    """A duplicate stamp, NaN effort, 6 values for 7 names, a state without velocities:
+    the node answers each (gravity_torques) but the observer skips it (no contact output)
+    and the next good sample is still on the closed form. A 0.2 s gap (> observer.max_gap)
+    is bridged: r held at the gap, then the exact step from there."""
+    t0 = restart(probe)
+    for _ in range(5):
+        probe.state(G - TAU_EXT)
+    nan = (G - TAU_EXT).copy()
+    nan[3] = math.nan
+    bad = [probe.state(G - TAU_EXT, dt=0.0),         # the stamp of the last good sample
+           probe.state(nan), probe.state((G - TAU_EXT)[:6]),
+           probe.state(G - TAU_EXT, velocity=False)]
+    good = probe.state(G - TAU_EXT)
+    r = np.array(probe.wait("external_torques", good).effort)
+    np.testing.assert_allclose(r, first_order((good - t0) * 1e-9), rtol=0,
+                               atol=1e-9 * np.abs(TAU_EXT).max())
+    for s in bad:
+        assert probe.has("gravity_torques", s)                   # the node accepted it
+    # (bad[0] repeats the stamp of a good sample, whose outputs carry that stamp)
+    assert [probe.has("external_torques", s) for s in bad[1:]] == [False] * 3
+    log = ros_utils.read_log(probe.proc)
+    assert "observer: sample not integrated" in log
+    held = probe.wait("external_torques", probe.state(G - TAU_EXT, dt=0.2)).effort
+    np.testing.assert_array_equal(held, r)                         # bridged: no step at all
+    after = np.array(probe.wait("external_torques", probe.state(G - TAU_EXT)).effort)
+    a = math.exp(-K_O * PERIOD)
+    np.testing.assert_allclose(after, a * r + (1 - a) * TAU_EXT, rtol=0, atol=1e-9 * 40)
+    assert "gap bridged" in ros_utils.read_log(probe.proc)
+
+
+def test_zero_and_reset_services(probe):
+    restart(probe)
+    for _ in range(40):
+        s = probe.state(G - TAU_EXT)
+    probe.wait("contact", s)
+    assert probe.call("zero_observer").success
+    r = np.array(probe.wait("external_torques", probe.state(G - TAU_EXT)).effort)
+    assert np.abs(r).max() < 1e-3 * np.abs(TAU_EXT).max()         # r ~ tau_ext = the bias
+    assert not probe.wait("contact", s + int(PERIOD * 1e9)).in_contact
+    assert probe.call("reset_observer").success
+    r = np.array(probe.wait("external_torques", probe.state(G - TAU_EXT)).effort)
+    np.testing.assert_array_equal(r, np.zeros(7))                 # start over: r = 0
+
+
+def test_parameters_effort_meaning_and_enabled(probe):
+    """Refused values name the parameter; effort minus_gravity with effort = -J^T F gives
+    the same closed form; observer.enabled false silences the outputs."""
+    results = probe.set(("observer.gains", [-1.0]))
+    assert not results[0].successful
+    results = probe.set(("observer.gains", [50.0, 50.0, 50.0]))
+    assert not results[0].successful and "observer.gains" in results[0].reason
+    assert probe.set(("observer.effort", "minus_gravity"))[0].successful
+    t0 = probe.state(-TAU_EXT, dt=1.0)
+    probe.wait("external_torques", t0)
+    for _ in range(10):
+        s = probe.state(-TAU_EXT)
+    r = np.array(probe.wait("external_torques", s).effort)
+    np.testing.assert_allclose(r, first_order((s - t0) * 1e-9), rtol=0,
+                               atol=1e-9 * np.abs(TAU_EXT).max())
+    assert probe.set(("observer.effort", "total"), ("observer.enabled", False))[0].successful
+    s = probe.state(G - TAU_EXT)
+    probe.wait("gravity_torques", s)
+    time.sleep(0.3)
+    assert not probe.has("external_torques", s)
+    assert probe.set(("observer.enabled", True))[0].successful
