@@ -209,13 +209,30 @@ class Recorder:
             self.contact.append((self.phase, self._stamp(msg), bool(msg.in_contact),
                                  msg.isolated_link, float(msg.detection_time)))
 
-    def call(self, client, request, timeout=10.0):
-        """A service call from this thread (the executor spins in the background)."""
+    def call(self, client, request, timeout=10.0, resend_every=2.0):
+        """A service call from this thread (the executor spins in the background).
+
+        ``wait_for_service`` means the client matched the server, not that the server
+        has matched the client's response reader; until it has, rmw drops the response.
+        So the request goes again every ``resend_every`` s (None: once, for a service
+        that is not idempotent; create its client early)."""
         if not client.wait_for_service(timeout_sec=timeout):
             raise TimeoutError(f'service {client.srv_name} not available')
-        future = client.call_async(request)
-        self.wait(future.done, timeout, f'{client.srv_name} to answer')
-        return future.result()
+        deadline = time.monotonic() + timeout
+        futures = [client.call_async(request)]
+        resend_at = deadline if resend_every is None else time.monotonic() + resend_every
+        while not any(f.done() for f in futures):
+            now = time.monotonic()
+            if now > deadline:
+                raise TimeoutError(f'{client.srv_name} did not answer within {timeout} s')
+            if now >= resend_at:
+                futures.append(client.call_async(request))
+                resend_at = now + resend_every
+            time.sleep(0.02)
+        for f in futures:
+            if not f.done():
+                f.cancel()
+        return next(f for f in futures if f.done()).result()
 
     def _on_reference(self, msg):
         with self.lock:
@@ -311,7 +328,7 @@ def run_phases(rec, scenario, procs, model):
                      'the start of the push')
             rec.call(rec.wrench_client, rec.ApplyWrench.Request(
                 link=contact['link'], force=contact['force'], torque=[0.0] * 3,
-                point=contact['point'], duration=contact['push_for']))
+                point=contact['point'], duration=contact['push_for']), resend_every=None)
         rec.wait(lambda: n_states() - start >= int(seconds * 100), seconds * 4 + 10,
                  f'{seconds} s of joint_states in phase {name}')
         alive()

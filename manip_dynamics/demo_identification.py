@@ -113,6 +113,8 @@ def excite(rec, trajectory, out_dir, log_dir):
                       log_dir, 'recorder')
     rec.wait(lambda: rec.node.count_subscribers('joint_states') >= 3, 60.0,
              'the recorder subscription')
+    from std_srvs.srv import Trigger
+    stop_client = rec.node.create_client(Trigger, 'recorder/stop')   # early: see rec.call
     time.sleep(1.0)                       # let the recorder's side of discovery finish too
     with rec.lock:
         start = len(rec.joint_states)
@@ -123,13 +125,7 @@ def excite(rec, trajectory, out_dir, log_dir):
              10 * trajectory.duration + 60, 'the excitation run')
     rec.set_parameters(rec.ctl_params, {'mode': 'gravity'})
     rec.phase = None
-    from std_srvs.srv import Trigger
-    client = rec.node.create_client(Trigger, 'recorder/stop')
-    if not client.wait_for_service(timeout_sec=10.0):
-        raise TimeoutError('recorder/stop not available')
-    future = client.call_async(Trigger.Request())
-    rec.wait(future.done, 30.0, 'recorder/stop')
-    print(f'recorder: {future.result().message}')
+    print(f'recorder: {rec.call(stop_client, Trigger.Request(), 30.0, resend_every=None).message}')
     _stop(recorder)
     return bag
 
@@ -153,10 +149,7 @@ def use_description(rec, xml, model_identified):
     node_params = AsyncParameterClient(rec.node, 'dynamics_node')
     rec.set_parameters(node_params, {'robot_description': xml})
     client = rec.node.create_client(GetGravityTorques, 'dynamics_node/get_gravity_torques')
-    client.wait_for_service(timeout_sec=10.0)
-    future = client.call_async(GetGravityTorques.Request(position=Q_HOLD))
-    rec.wait(future.done, 30.0, 'get_gravity_torques')
-    g_node = np.array(future.result().effort)
+    g_node = np.array(rec.call(client, GetGravityTorques.Request(position=Q_HOLD), 30.0).effort)
     g_core = model_identified.gravity_torques(np.array(Q_HOLD))
     if not np.allclose(g_node, g_core, atol=1e-9):
         raise RuntimeError(f'the node did not take the identified description: g {g_node} '

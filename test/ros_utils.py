@@ -316,26 +316,48 @@ def wait_for_message(
         node.destroy_subscription(sub)
 
 
-def call_service(node, srv_type, name: str, request, timeout: float = 10.0, process=None):
+def call_service(node, srv_type, name: str, request, timeout: float = 10.0, process=None,
+                 resend_every: float | None = 2.0, client=None):
+    """Call service ``name`` and return its response (TimeoutError after ``timeout`` s).
+
+    ``wait_for_service`` only says the client has matched the server; the server may not
+    yet have matched the client's response reader, and then rmw drops the response
+    ("failed to send response (timeout)"): seen in CI under load. So the request is sent
+    again every ``resend_every`` s until one answer arrives; pass ``resend_every=None`` for
+    a service that is not idempotent (and create its ``client`` early instead, so that
+    discovery has finished by the time of the call)."""
     deadline = time.monotonic() + timeout
-    client = node.create_client(srv_type, name)
+    own = client is None
+    if own:
+        client = node.create_client(srv_type, name)
+    futures: list = []
     try:
         while not client.wait_for_service(timeout_sec=0.2):
             _check_alive(process)
             if time.monotonic() >= deadline:
                 raise TimeoutError(f"service {name!r} not available within {timeout} s")
         done = threading.Event()
-        future = client.call_async(request)
-        future.add_done_callback(lambda _f: done.set())
-        if not _wait_event(done, max(0.0, deadline - time.monotonic()), process):
-            future.cancel()
-            raise TimeoutError(f"service {name!r} did not answer within {timeout} s")
-        exc = future.exception()
+        while True:
+            futures.append(client.call_async(request))
+            futures[-1].add_done_callback(lambda _f: done.set())
+            left = deadline - time.monotonic()
+            step = left if resend_every is None else min(left, resend_every)
+            if _wait_event(done, max(0.0, step), process):
+                break
+            if time.monotonic() >= deadline:
+                raise TimeoutError(f"service {name!r} did not answer within {timeout} s "
+                                   f"({len(futures)} requests sent)")
+        answered = next(f for f in futures if f.done())
+        exc = answered.exception()
         if exc is not None:
             raise exc
-        return future.result()
+        return answered.result()
     finally:
-        node.destroy_client(client)
+        for f in futures:
+            if not f.done():
+                f.cancel()
+        if own:
+            node.destroy_client(client)
 
 
 def set_parameters_atomically(node, node_name: str, **values) -> None:

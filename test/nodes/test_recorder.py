@@ -27,15 +27,31 @@ def _record(node_process, ros_node, path, count, *params, qos=10):
     proc = node_process([RECORDER, "--ros-args", "-p", f"output:={path}", *params,
                          "-r", "joint_states:=/recorded_states"])
     pub = ros_node.create_publisher(JointState, "/recorded_states", qos)
+    stop = _StopClient(ros_node, proc)    # early: discovered by the time it is called
     ros_utils.wait_for(lambda: pub.get_subscription_count() > 0, timeout=30.0,
                        message="recorder subscription")
     for k in range(count):
         pub.publish(_message(k))
         time.sleep(0.01)
     time.sleep(0.5)                 # let the last ones arrive
-    response = ros_utils.call_service(ros_node, Trigger, "/recorder/stop", Trigger.Request(),
-                                      process=proc)
-    return proc, response
+    return proc, stop()
+
+
+class _StopClient:
+    """``~/stop`` is not idempotent (a second call answers "already stopped"), so it is
+    called once, never re-sent, on a client created well before the call."""
+
+    def __init__(self, ros_node, proc):
+        self.node, self.proc = ros_node, proc
+        self.client = ros_node.create_client(Trigger, "/recorder/stop")
+
+    def __call__(self, timeout=10.0):
+        try:
+            return ros_utils.call_service(self.node, Trigger, "/recorder/stop",
+                                          Trigger.Request(), timeout=timeout, process=self.proc,
+                                          resend_every=None, client=self.client)
+        finally:
+            self.node.destroy_client(self.client)
 
 
 def test_records_what_was_published(node_process, ros_node, tmp_path):
@@ -66,7 +82,7 @@ def test_records_what_was_published(node_process, ros_node, tmp_path):
     assert [r[2].log_time for r in records] == sorted(r[2].log_time for r in records)
     # stopping twice: refused, node alive
     again = ros_utils.call_service(ros_node, Trigger, "/recorder/stop", Trigger.Request(),
-                                   process=proc)
+                                   process=proc)        # the same answer each time
     assert not again.success and "already stopped" in again.message
 
 
@@ -114,8 +130,10 @@ def test_file_closed_on_sigint(node_process, ros_node, tmp_path):
 def test_no_message_no_file(node_process, ros_node, tmp_path):
     path = tmp_path / "never.mcap"
     proc = node_process([RECORDER, "--ros-args", "-p", f"output:={path}"])
-    response = ros_utils.call_service(ros_node, Trigger, "/recorder/stop", Trigger.Request(),
-                                      timeout=30.0, process=proc)
+    stop = _StopClient(ros_node, proc)
+    ros_utils.wait_for(stop.client.service_is_ready, timeout=30.0, message="recorder/stop")
+    time.sleep(1.0)         # the server's side of discovery (see call_service)
+    response = stop()
     assert response.success and "no file written" in response.message
     assert not path.exists()
     ros_utils.assert_running(proc)
