@@ -20,8 +20,9 @@ Conventions (all kernels):
   ``R_root_frame``, ``p_root_frame``. Spatial quantities are in root coordinates: ``S``
   (motion subspaces), ``V`` (velocities), ``Vd`` (accelerations), ``F`` (forces), the
   body inertias ``(m, h = m c, I_o)`` about the root origin.
-- Scratch arrays are allocated per call (:func:`workspace`, never stored in the model):
-  thread safe, and ``nogil=True`` lets several threads run kernels at once.
+- Scratch arrays are allocated per call (:func:`workspace`; the gravity, Coriolis, mass and
+  kinematics chunks allocate only what they use, :func:`pose_scratch`), never stored in the
+  model: thread safe, and ``nogil=True`` lets several threads run kernels at once.
 
 spatial_v2 (Featherstone's ``ID.m`` / ``HandC.m``) in our symbols; spatial_v2 works in
 body coordinates and carries ``Xup{i}`` between bodies, we work in root coordinates where
@@ -156,6 +157,16 @@ def workspace(nb):
     return Workspace(e(nb), e(nb), np.zeros(nb), e((nb, 3, 3)), e((nb, 3)), e((nb, 6)), e(nb),
                      e((nb, 3)), e((nb, 3, 3)), e((nb, 6)), e((nb, 6)), e((nb, 6)), e(nb),
                      e((nb, nb)), e(nb), e((nb, 3)), e((nb, 3, 3)), e((3, 3)), e(3), e(6), e(6))
+
+
+@njit(**_DRIVER)
+def pose_scratch(nb):
+    """(q_full, R_root_body, p_root_body, S): what :func:`forward_kinematics` fills, alone.
+    The single-purpose chunks (gravity, Coriolis, mass, kinematics) allocate just what they
+    use: a one-state call pays for each allocation (~25 ns), and the full workspace's
+    twenty-one made up half of a single Panda g(q)."""
+    e = np.empty
+    return e(nb), e((nb, 3, 3)), e((nb, 3)), e((nb, 6))
 
 
 # ------------------------------------------------------------------ mimic joints: G
@@ -647,9 +658,9 @@ def gravity_chunk(bodies, g, q, out, lo, hi):
     inertias). Returns how many of those states have a q or a g(q) that is not finite (the
     caller names them). The workspace's arrays are taken out once: passing the whole
     workspace to a function per state costs more than this state's arithmetic."""
-    ws = workspace(bodies.shape[0])
-    q_full, R_root_body, p_root_body, S = ws.q_full, ws.R_root_body, ws.p_root_body, ws.S
-    m, h, F, tau_full = ws.m, ws.h, ws.F, ws.tau_full
+    nb, e = bodies.shape[0], np.empty
+    q_full, R_root_body, p_root_body, S = pose_scratch(nb)
+    m, h, F, tau_full = e(nb), e((nb, 3)), e((nb, 6)), e(nb)
     bad = 0
     for s in range(lo, hi):
         expand_positions(bodies, q[s], q_full)
@@ -683,11 +694,11 @@ def batch_gravity_threads(bodies, g, q, out, chunks):
 def coriolis_chunk(bodies, q, qd, out, lo, hi):
     """out[s] = C(q_s, qd_s) qd_s for lo <= s < hi: RNEA with qdd = 0 and no gravity
     (qdd_full stays 0). Returns the count of non-finite states."""
-    ws = workspace(bodies.shape[0])
-    q_full, qd_full, qdd_full = ws.q_full, ws.qd_full, ws.qdd_full
-    R_root_body, p_root_body, S = ws.R_root_body, ws.p_root_body, ws.S
-    m, h, I_o, V, Vd, F = ws.m, ws.h, ws.I_o, ws.V, ws.Vd, ws.F
-    tau_full, tmp1, tmp2 = ws.tau_full, ws.tmp1, ws.tmp2
+    nb, e = bodies.shape[0], np.empty
+    q_full, R_root_body, p_root_body, S = pose_scratch(nb)
+    qd_full, qdd_full = e(nb), np.zeros(nb)
+    m, h, I_o, V, Vd, F = e(nb), e((nb, 3)), e((nb, 3, 3)), e((nb, 6)), e((nb, 6)), e((nb, 6))
+    tau_full, tmp1, tmp2 = e(nb), e(6), e(6)
     bad = 0
     for s in range(lo, hi):
         expand_positions(bodies, q[s], q_full)
@@ -720,10 +731,10 @@ def batch_coriolis_threads(bodies, q, qd, out, chunks):
 @njit(**_JIT)
 def mass_chunk(bodies, q, out, lo, hi):
     """out[s] = M(q_s) (CRBA) for lo <= s < hi; returns the count of non-finite states."""
-    ws = workspace(bodies.shape[0])
-    q_full, R_root_body, p_root_body, S = ws.q_full, ws.R_root_body, ws.p_root_body, ws.S
-    m, h, I_o, M_full = ws.m, ws.h, ws.I_o, ws.M_full
-    Ic_m, Ic_h, Ic_o, tmp1 = ws.Ic_m, ws.Ic_h, ws.Ic_o, ws.tmp1
+    nb, e = bodies.shape[0], np.empty
+    q_full, R_root_body, p_root_body, S = pose_scratch(nb)
+    m, h, I_o, M_full = e(nb), e((nb, 3)), e((nb, 3, 3)), e((nb, nb))
+    Ic_m, Ic_h, Ic_o, tmp1 = e(nb), e((nb, 3)), e((nb, 3, 3)), e(6)
     bad = 0
     for s in range(lo, hi):
         expand_positions(bodies, q[s], q_full)
@@ -775,21 +786,21 @@ def support(bodies, fb):
 def kinematics_chunk(bodies, q, fb, X_body_frame, pose, J, lo, hi):
     """pose[s], J[s] (see batch_kinematics) for lo <= s < hi, computing only the support of
     body fb; returns the count of non-finite states."""
-    ws = workspace(bodies.shape[0])
+    q_full, R_root_body, p_root_body, S = pose_scratch(bodies.shape[0])
+    R_root_frame, p_root_frame = np.empty((3, 3)), np.empty(3)
     path = support(bodies, fb)
     bad = 0
     for s in range(lo, hi):
-        expand_positions(bodies, q[s], ws.q_full)
-        path_kinematics(bodies, ws.q_full, path, ws.R_root_body, ws.p_root_body, ws.S)
-        frame_pose(ws.R_root_body, ws.p_root_body, fb, X_body_frame, ws.R_root_frame,
-                   ws.p_root_frame)
+        expand_positions(bodies, q[s], q_full)
+        path_kinematics(bodies, q_full, path, R_root_body, p_root_body, S)
+        frame_pose(R_root_body, p_root_body, fb, X_body_frame, R_root_frame, p_root_frame)
         pose[s, :, :] = 0.0
-        pose[s, :3, :3] = ws.R_root_frame
-        pose[s, :3, 3] = ws.p_root_frame
+        pose[s, :3, :3] = R_root_frame
+        pose[s, :3, 3] = p_root_frame
         pose[s, 3, 3] = 1.0
         finite = all_finite(q[s]) and all_finite(pose[s])
         if J.shape[0] > 0:
-            frame_jacobian(bodies, ws.S, fb, ws.p_root_frame, J[s])
+            frame_jacobian(bodies, S, fb, p_root_frame, J[s])
             finite = finite and all_finite(J[s])
         if not finite:
             bad += 1

@@ -92,7 +92,8 @@ class RobotModel:
         M = model.mass_matrix(np.zeros((100, model.n)))   # (100, n, n)
     """
 
-    __slots__ = ("_s", "_gravity", "_viscous", "_coulomb", "_payloads", "_inert", "_bodies")
+    __slots__ = ("_s", "_gravity", "_viscous", "_coulomb", "_payloads", "_inert", "_bodies",
+                 "_shape1")
 
     # ------------------------------------------------------------------ construction
     def __init__(self, structure: Structure, gravity=(0.0, 0.0, -9.81), viscous=None,
@@ -105,6 +106,7 @@ class RobotModel:
         set_(self, "_payloads", dict(payloads or {}))
         set_(self, "_inert", structure.inert if inert is None else inert)
         set_(self, "_bodies", body_table(structure, self._inert))   # what the kernels read
+        set_(self, "_shape1", (len(structure.joint_names),))         # the shape of one q
 
     def __setattr__(self, name, value):
         raise AttributeError("RobotModel is immutable; use the with_* methods for a modified copy")
@@ -276,7 +278,11 @@ class RobotModel:
         """-> (contiguous (N, n) float array, single?) with shape checks, and the finite check
         unless ``finite`` is False (kernels that count non-finite states themselves: then
         :meth:`_raise_nonfinite` names the culprit)."""
-        n = self.n
+        shape1 = self._shape1
+        if (type(x) is np.ndarray and x.dtype is _F64 and x.shape == shape1
+                and x.strides == _STRIDE1 and not finite and (like is None or like == shape1)):
+            return x[None], True           # fast path: one contiguous state, as given
+        n = shape1[0]
         a = _as_float(x, name)
         if like is not None:
             if a.shape != like:
@@ -833,15 +839,64 @@ def get_threads():
     return numba.config.NUMBA_NUM_THREADS
 
 
+_F64 = np.dtype(np.float64)
+_STRIDE1 = (8,)
+
+# ------------------------------------------------------------------ direct kernel calls
+# numba's dispatcher finds the compiled overload from the numba types of the arguments on
+# every call: about 0.7 us for the body table and three arrays, more than a Panda g(q)'s
+# arithmetic. The wrappers here always pass the same types to a kernel (the model's own
+# body table, gravity and frame arrays; C-contiguous float64 states and outputs made by
+# ``_states`` and ``np.empty``; Python ints and floats), so each kernel's entry point for
+# those types is looked up once and called directly. A call with other types would be read
+# with the wrong shapes: ``check_direct_calls(True)`` (the core tests turn it on) compares
+# every call's types with the entry's.
+_entries: dict = {}
+_check_direct = [False]
+
+
+def check_direct_calls(on: bool) -> None:
+    """Verify on every direct kernel call that the argument types are those of the entry
+    point (readonly flags aside: they do not change how an array is passed). For tests."""
+    _check_direct[0] = bool(on)
+
+
+def _direct(kernel, args):
+    """kernel(*args) through its compiled entry point for the types of ``args`` (see above).
+    The first call per kernel goes through the dispatcher (compiling or loading the cache)."""
+    entry = _entries.get(kernel)
+    if entry is None:
+        result = kernel(*args)
+        sig = tuple(numba.typeof(a) for a in args)
+        _entries[kernel] = (kernel.overloads[sig].entry_point, _mutable(sig))
+        return result
+    if _check_direct[0]:
+        sig = _mutable(tuple(numba.typeof(a) for a in args))
+        if sig != entry[1]:
+            raise AssertionError(f"{kernel.__name__}: direct call with {sig}, entry point "
+                                 f"compiled for {entry[1]}")
+    return entry[0](*args)
+
+
+def _mutable(sig):
+    """The signature with every array type's readonly flag cleared."""
+    return tuple(t.copy(readonly=False) if isinstance(t, numba.types.Array) else t for t in sig)
+
+
 def _launch(serial, threaded, threads, N, *args):
-    """serial(*args) in the calling thread, or threaded(*args, t) over t numba threads when
-    the batch of N states has MIN_STATES_PER_THREAD states for each. One threaded launch at a
-    time: a second Python thread meanwhile runs its batch serially (no oversubscription;
-    numba's workqueue layer also forbids concurrent launches). Returns the kernel's result."""
+    """serial(*args) in the calling thread (a direct call), or threaded(*args, t) over t numba
+    threads when the batch of N states has MIN_STATES_PER_THREAD states for each. One
+    threaded launch at a time: a second Python thread meanwhile runs its batch serially (no
+    oversubscription; numba's workqueue layer also forbids concurrent launches). Returns
+    the kernel's result."""
     if N < 2 * MIN_STATES_PER_THREAD:
         if threads is not None:
             _thread_count(threads, "threads")
-        return serial(*args)
+        elif not _check_direct[0]:
+            entry = _entries.get(serial)
+            if entry is not None:
+                return entry[0](*args)      # _direct's common case, one call level less
+        return _direct(serial, args)
     t = get_threads() if threads is None else _thread_count(threads, "threads")
     t = min(t, N // MIN_STATES_PER_THREAD, numba.config.NUMBA_NUM_THREADS)
     if t > 1 and _launch_lock.acquire(blocking=False):
@@ -850,7 +905,7 @@ def _launch(serial, threaded, threads, N, *args):
             return threaded(*args, t)
         finally:
             _launch_lock.release()
-    return serial(*args)
+    return _direct(serial, args)
 
 
 def _as_float(x, name):

@@ -542,3 +542,52 @@ def test_triangle_inequality_violation_warns_and_loads():
         m = RobotModel.from_urdf_string(xml)
     np.testing.assert_allclose(m.mass_matrix([0.4]), [[5.0 + 2.0 * 0.3 ** 2]], rtol=1e-12)
 
+
+
+# ----------------------------------------------------------------------------- direct calls
+def test_single_state_input_flavours_give_the_same_bits(arm):
+    """The one-state fast path (a contiguous float64 q, passed on as a view) and the general
+    path (lists, ints, readonly, strided, big-endian, (1, n) batches) give the same bits."""
+    q = np.array([0.3, -0.7, 1.1])
+    qd = np.array([0.5, 0.2, -0.4])
+    ro = q.copy()
+    ro.setflags(write=False)
+    wide = np.zeros(6)
+    wide[::2] = q
+    flavours = [q.tolist(), ro, wide[::2], q.astype(">f8"), q[None]]
+    for name, call in [("g", lambda x, v: arm.gravity_torques(x)),
+                       ("c", lambda x, v: arm.coriolis_torques(x, v)),
+                       ("M", lambda x, v: arm.mass_matrix(x)),
+                       ("J", lambda x, v: arm.jacobian(x, "tool")),
+                       ("all", lambda x, v: arm.compute_all(x, v, "tool").Lambda)]:
+        ref = call(q, qd)
+        for x in flavours:
+            v = qd[None] if np.ndim(x) == 2 else qd
+            got = call(x, v)
+            np.testing.assert_array_equal(got[0] if np.ndim(x) == 2 else got, ref,
+                                          err_msg=f"{name} for {type(x).__name__}")
+    assert arm.gravity_torques(q).flags.c_contiguous
+    with pytest.raises(InputError, match="shape"):
+        arm.gravity_torques(np.zeros(4))
+
+
+def test_direct_calls_check_their_argument_types(arm):
+    """A direct kernel call (model._direct) uses the entry point of the kernel's first
+    types; with checking on (the core tests run so) any other types are refused instead of
+    being read with the wrong layout; the entry point's results equal the dispatcher's."""
+    from manip_dynamics.core import kernels as K
+    from manip_dynamics.core import model as core_model
+
+    arm.gravity_torques(np.zeros(3))
+    Q = np.random.default_rng(2).normal(size=(5, 3))
+    out_direct, out_dispatch = np.empty((5, 3)), np.empty((5, 3))
+    core_model._direct(K.batch_gravity, (arm._bodies, arm._gravity, Q, out_direct))
+    K.batch_gravity(arm._bodies, arm._gravity, Q, out_dispatch)
+    np.testing.assert_array_equal(out_direct, out_dispatch)
+    fortran = np.asfortranarray(Q)
+    core_model.check_direct_calls(True)
+    with pytest.raises(AssertionError, match="batch_gravity: direct call with"):
+        core_model._direct(K.batch_gravity, (arm._bodies, arm._gravity, fortran,
+                                             np.empty((5, 3))))
+    with pytest.raises(AssertionError, match="direct call with"):
+        core_model._direct(K.batch_gravity, (arm._bodies, arm._gravity, Q[0], np.empty(3)))

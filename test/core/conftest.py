@@ -1,0 +1,13 @@
+"""The core tests run with the direct kernel calls checked: every call compares its
+argument types with the compiled entry point's (manip_dynamics.core.model._direct), so a
+wrapper that ever passes another type fails here instead of reading memory wrongly."""
+import pytest
+
+from manip_dynamics.core import model
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _checked_direct_calls():
+    model.check_direct_calls(True)
+    yield
+    model.check_direct_calls(False)
