@@ -794,11 +794,13 @@ def kinematics_chunk(bodies, q, fb, X_body_frame, pose, J, lo, hi):
         expand_positions(bodies, q[s], q_full)
         path_kinematics(bodies, q_full, path, R_root_body, p_root_body, S)
         frame_pose(R_root_body, p_root_body, fb, X_body_frame, R_root_frame, p_root_frame)
-        pose[s, :, :] = 0.0
-        pose[s, :3, :3] = R_root_frame
-        pose[s, :3, 3] = p_root_frame
-        pose[s, 3, 3] = 1.0
-        finite = all_finite(q[s]) and all_finite(pose[s])
+        finite = all_finite(q[s]) and all_finite(p_root_frame)
+        if pose.shape[0] > 0:
+            pose[s, :, :] = 0.0
+            pose[s, :3, :3] = R_root_frame
+            pose[s, :3, 3] = p_root_frame
+            pose[s, 3, 3] = 1.0
+            finite = finite and all_finite(pose[s])
         if J.shape[0] > 0:
             frame_jacobian(bodies, S, fb, p_root_frame, J[s])
             finite = finite and all_finite(J[s])
@@ -809,8 +811,8 @@ def kinematics_chunk(bodies, q, fb, X_body_frame, pose, J, lo, hi):
 
 @njit(**_JIT)
 def batch_kinematics(bodies, q, fb, X_body_frame, pose, J):
-    """pose[s] = X_root_frame (4x4); J[s] = frame Jacobian (6 x n), unless J is empty (0, 6, n).
-    Returns the count of non-finite states."""
+    """pose[s] = X_root_frame (4x4) unless pose is empty (0, 4, 4); J[s] = frame Jacobian
+    (6 x n) unless J is empty (0, 6, n). Returns the count of non-finite states."""
     return kinematics_chunk(bodies, q, fb, X_body_frame, pose, J, 0, q.shape[0])
 
 

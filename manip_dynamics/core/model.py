@@ -70,6 +70,7 @@ condition_number of A; singular flag."""
 
 _NO_FEXT = np.zeros((0, 6))
 _NO_JACOBIAN = np.zeros((0, 6, 0))
+_NO_POSE = np.zeros((0, 4, 4))          # batch_kinematics: the Jacobian alone
 _EYE4 = np.eye(4)
 
 
@@ -514,10 +515,9 @@ class RobotModel:
         Q, single = self._states(q, "q", finite=False)
         fb, X = self._frame(frame)
         N, n = Q.shape
-        pose = np.empty((N, 4, 4))
         J = np.empty((N, 6, n))
         if _launch(K.batch_kinematics, K.batch_kinematics_threads, threads, N, self._bodies, Q,
-                   fb, X, pose, J):
+                   fb, X, _NO_POSE, J):
             self._raise_nonfinite(f"Jacobian of {frame!r}", J, single, q=Q)
         return J[0] if single else J
 
