@@ -554,7 +554,10 @@ def test_single_state_input_flavours_give_the_same_bits(arm):
     ro.setflags(write=False)
     wide = np.zeros(6)
     wide[::2] = q
-    flavours = [q.tolist(), ro, wide[::2], q.astype(">f8"), q[None]]
+    odd = np.zeros(3 * 8 + 1, np.uint8)[1:].view(np.float64)     # not 8-byte aligned
+    odd[:] = q
+    assert not odd.flags.aligned
+    flavours = [q.tolist(), ro, wide[::2], q.astype(">f8"), q[None], odd]
     for name, call in [("g", lambda x, v: arm.gravity_torques(x)),
                        ("c", lambda x, v: arm.coriolis_torques(x, v)),
                        ("M", lambda x, v: arm.mass_matrix(x)),
