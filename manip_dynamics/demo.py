@@ -218,15 +218,20 @@ class Recorder:
         that is not idempotent; create its client early)."""
         if not client.wait_for_service(timeout_sec=timeout):
             raise TimeoutError(f'service {client.srv_name} not available')
+        return self._resending(lambda: client.call_async(request), timeout, resend_every,
+                               client.srv_name)
+
+    def _resending(self, send, timeout, resend_every, what):
+        """send() -> future, again every ``resend_every`` s until one is done; its result."""
         deadline = time.monotonic() + timeout
-        futures = [client.call_async(request)]
+        futures = [send()]
         resend_at = deadline if resend_every is None else time.monotonic() + resend_every
         while not any(f.done() for f in futures):
             now = time.monotonic()
             if now > deadline:
-                raise TimeoutError(f'{client.srv_name} did not answer within {timeout} s')
+                raise TimeoutError(f'{what} did not answer within {timeout} s')
             if now >= resend_at:
-                futures.append(client.call_async(request))
+                futures.append(send())
                 resend_at = now + resend_every
             time.sleep(0.02)
         for f in futures:
@@ -239,14 +244,16 @@ class Recorder:
             self.reference.append((self.phase, self._stamp(msg), np.array(msg.position),
                                    np.array(msg.effort)))
 
-    def set_parameters(self, client, values, timeout=10.0):
+    def set_parameters(self, client, values, timeout=10.0, resend_every=None):
         from rclpy.parameter import Parameter
         params = [Parameter(k, value=v) for k, v in values.items()]
         if not client.wait_for_services(timeout_sec=timeout):
             raise TimeoutError('parameter services not available')
-        future = client.set_parameters_atomically(params)
-        self.wait(future.done, timeout, f'setting {values}')
-        result = future.result().result
+        # by default sent once: setting a trajectory parameter again restarts the
+        # controller's reference (not idempotent); the demo's parameter clients exist from
+        # the start, so the nodes have long matched them (see call)
+        result = self._resending(lambda: client.set_parameters_atomically(params), timeout,
+                                 resend_every, f'setting {values}').result
         if not result.successful:
             raise RuntimeError(f'parameters {values} refused: {result.reason}')
 

@@ -147,7 +147,9 @@ def use_description(rec, xml, model_identified):
     from rclpy.parameter_client import AsyncParameterClient
     from manip_dynamics_interfaces.srv import GetGravityTorques
     node_params = AsyncParameterClient(rec.node, 'dynamics_node')
-    rec.set_parameters(node_params, {'robot_description': xml})
+    # a new client: re-sent until answered (see Recorder.call); the same description twice
+    # is harmless
+    rec.set_parameters(node_params, {'robot_description': xml}, resend_every=2.0)
     client = rec.node.create_client(GetGravityTorques, 'dynamics_node/get_gravity_torques')
     g_node = np.array(rec.call(client, GetGravityTorques.Request(position=Q_HOLD), 30.0).effort)
     g_core = model_identified.gravity_torques(np.array(Q_HOLD))
