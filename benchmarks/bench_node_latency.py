@@ -315,6 +315,8 @@ class Phase:
         self.cpu = [None, None]                 # server CPU s at measure start, end
         # dynamics_node's /diagnostics: (receipt monotonic s, total latest-wins skips)
         self.diagnostics: list[tuple[float, int]] = []
+        # and its GC reports: (receipt monotonic s, full collections, longest pause ms)
+        self.gc_reports: list[tuple[float, int, float]] = []
         self.measure_start = None
         self.diag_sub = node.create_subscription(DiagnosticArray, "/diagnostics",
                                                  self._diagnostics, 10)
@@ -351,9 +353,23 @@ class Phase:
     def _diagnostics(self, msg) -> None:
         for status in msg.status:
             if status.hardware_id == "/dynamics_node":
-                value = {kv.key: kv.value for kv in status.values}.get("skipped: latest-wins")
+                values = {kv.key: kv.value for kv in status.values}
+                value = values.get("skipped: latest-wins")
                 total = 0 if value is None else int(value.split("(total ")[1].rstrip(")"))
                 self.diagnostics.append((time.monotonic(), total))
+                gc_counts = values.get("GC collections since last report (gen 0/1/2)")
+                if gc_counts is not None:
+                    self.gc_reports.append((time.monotonic(), int(gc_counts.split("/")[2]),
+                                            float(values["GC longest pause since last "
+                                                         "report [ms]"])))
+
+    def gc_pauses(self):
+        """(full collections, longest pause in ms of any collection) over the node's
+        reports after the measurement started; None without such reports."""
+        after = [(n2, ms) for t, n2, ms in self.gc_reports if t >= self.measure_start]
+        if self.measure_start is None or not after:
+            return None
+        return sum(n2 for n2, _ in after), max(ms for _, ms in after)
 
     def latest_wins_skips(self):
         """Latest-wins skips the node reported from its first report after the measurement
@@ -500,6 +516,7 @@ def run_phase(label, server_args, phase, driver, executor, args, logdir):
         stop_process(proc)
     result = phase.result()
     result["label"] = label
+    result["gc"] = phase.gc_pauses()
     return result
 
 
@@ -685,6 +702,9 @@ def print_results(results, header: str) -> None:
             ok = (r["p50"] <= 1.5 * best_floor["p50"] and r["p99"] <= 1.5 * best_floor["p99"]
                   and r["dropped"] == 0)
             print(f"  goal (p50, p99 <= 1.5 x floor's, no drops): {'MET' if ok else 'NOT MET'}")
+            if r.get("gc") is not None:
+                print(f"  garbage collector in the node while measuring: {r['gc'][0]} full "
+                      f"collections, longest pause {r['gc'][1]:.2f} ms")
             lw = r.get("latest_wins_skips")
             if lw is not None:
                 fresh = r["age_p99_periods"] < 3.0

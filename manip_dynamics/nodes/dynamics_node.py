@@ -7,7 +7,8 @@ For every accepted ``joint_states`` message (stamp copied to every output)::
     ~/gravity_command    std_msgs/Float64MultiArray  g(q) in ``command_joints`` order
     ~/dynamics           manip_dynamics_interfaces/Dynamics  g, C qd, M, J, Lambda, cond
     ~/inertia_markers    visualization_msgs/MarkerArray  (a timer, ``outputs.inertia_markers.rate``)
-    /diagnostics         diagnostic_msgs/DiagnosticArray  (1 Hz: rates, skips, callback times)
+    /diagnostics         diagnostic_msgs/DiagnosticArray  (1 Hz: rates, skips, callback times,
+                                                      GC collections and pauses)
 
 with ``tau = M(q) qdd + C(q, qd) qd + g(q)`` (g holds the arm still). The robot model comes
 from the ``robot_description`` parameter, else the ``urdf_file`` parameter, else the
@@ -56,6 +57,7 @@ from manip_dynamics.nodes.runner import declare_table, run_node
 from manip_dynamics.nodes.services import DynamicsServices
 from manip_dynamics.nodes.state_outputs import StateOutputs
 from manip_dynamics.nodes.payload_service import PayloadService
+from manip_dynamics.rules import gc_pauses
 from manip_dynamics.rules.dynamics_parameters import (PARAMETERS, SPECS, ParameterValueError,
                                                       check_values)
 from manip_dynamics.rules.model_source import Applied, Description, ModelSource
@@ -93,6 +95,7 @@ class DynamicsNode(Node):
         self._marker_sent: Optional[tuple] = None  # the _latest the last markers were built from
         self._marker_builder: Optional[markers.InertiaMarkers] = None  # reused per snapshot
         self._stats = NodeStats(time.monotonic(), time.process_time())
+        self._gc = gc_pauses.GcPauses()       # collections and pauses, for /diagnostics
         # Called after the outputs of every computed state, in order:
         # listener(snapshot, msg, q, qd, terms) with msg the JointState as received, q and qd
         # in model order (qd None for a position-only state), terms the core's DynamicsTerms
@@ -271,6 +274,7 @@ class DynamicsNode(Node):
                            or old.snapshot.tip_frame != new.snapshot.tip_frame)
         if model_changed and new.snapshot is not None:
             self._warm_up(new.snapshot)
+            gc_pauses.freeze()      # the new model's objects: out of later collections
         outputs = (None if new.snapshot is None else
                    StateOutputs(new.snapshot, new.values, self._output_pubs, new.origin))
         with self._marker_lock:
@@ -448,10 +452,18 @@ class DynamicsNode(Node):
             model = (f"{m.n} joints, root {m.root_link}, tip {outputs.snapshot.tip_frame}, "
                      f"from {outputs.origin}")
         report = self._stats.report(time.monotonic(), time.process_time(), model=model)
+        level, message, values = diagnostic_status(report)
+        (n0, n1, n2), longest = self._gc.take()
+        values += [("GC collections since last report (gen 0/1/2)", f"{n0}/{n1}/{n2}"),
+                   ("GC longest pause since last report [ms]", f"{longest * 1e3:.3f}")]
         self._diagnostics_pub.publish(diagnostic_array(
             self.get_clock().now().to_msg(),
             f"{self.get_fully_qualified_name()}: joint_states -> dynamics",
-            self.get_fully_qualified_name(), diagnostic_status(report)))
+            self.get_fully_qualified_name(), (level, message, values)))
+
+    def destroy_node(self):
+        self._gc.close()
+        return super().destroy_node()
 
 
 def main(args=None) -> int:

@@ -14,6 +14,7 @@ from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.task import Future
 
+from manip_dynamics.rules import gc_pauses
 from manip_dynamics.rules.parameter_table import ParameterTypeError, ParamSpec
 
 
@@ -48,7 +49,9 @@ def run_node(make_node: Callable[[], Node], args=None,
              fatal: tuple[type[BaseException], ...] = (), name: str = "node") -> int:
     """Build the node with ``make_node()`` and spin it on one thread.
 
-    The executor is the node's read-only parameter ``executor`` if it declares one
+    Once built, the garbage collector's objects so far are frozen (rules/gc_pauses.py: a
+    full collection would otherwise walk them all, a pause of tens of milliseconds). The
+    executor is the node's read-only parameter ``executor`` if it declares one
     (``events`` or ``single_threaded``), else a SingleThreadedExecutor. Ctrl-C and an
     external shutdown end the spin quietly (exit code 0). An exception of a type in
     ``fatal`` raised while building the node (a bad start-up configuration) is logged as
@@ -60,6 +63,7 @@ def run_node(make_node: Callable[[], Node], args=None,
     executor = None
     try:
         node = make_node()
+        gc_pauses.freeze()      # start-up's objects out of every later collection
         kind = "single_threaded"
         if node.has_parameter("executor"):
             kind = node.get_parameter("executor").value

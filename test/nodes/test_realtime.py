@@ -236,6 +236,9 @@ def test_diagnostics_report_rates_skips_callback_times_cpu_and_the_model(client_
     p50, p99 = float(v["callback p50 [ms]"]), float(v["callback p99 [ms]"])
     assert 0.0 < p50 <= p99 and math.isfinite(p99)
     assert float(v["CPU per message [ms]"]) > 0.0
+    gc_counts = v["GC collections since last report (gen 0/1/2)"].split("/")
+    assert len(gc_counts) == 3 and all(int(c) >= 0 for c in gc_counts)
+    assert float(v["GC longest pause since last report [ms]"]) >= 0.0
     assert total_skipped(status, "bad input") == 1          # the message missing a joint
     assert status.level in (b"\x00", b"\x01")               # OK or WARN (it skipped one)
     assert client.get("dynamics", bad) is None and client.get("dynamics", last) is not None
