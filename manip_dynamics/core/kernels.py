@@ -673,6 +673,39 @@ def gravity_chunk(bodies, g, q, out, lo, hi):
     return bad
 
 
+# One-state entry points: q (n,) and the output without the leading batch axis. The same
+# chunk code as the batches (the same bits); the Python side saves building the (1, n)
+# views and unwrapping the result, a fifth of a small robot's single call.
+@njit(**_JIT)
+def one_gravity(bodies, g, q, out):
+    """batch_gravity of one state: out (n,) = g(q); returns 1 if q or g(q) is not finite."""
+    n = q.shape[0]
+    return gravity_chunk(bodies, g, q.reshape((1, n)), out.reshape((1, n)), 0, 1)
+
+
+@njit(**_JIT)
+def one_coriolis(bodies, q, qd, out):
+    """batch_coriolis of one state: out (n,) = C(q, qd) qd; 1 if not finite."""
+    n = q.shape[0]
+    return coriolis_chunk(bodies, q.reshape((1, n)), qd.reshape((1, n)), out.reshape((1, n)),
+                          0, 1)
+
+
+@njit(**_JIT)
+def one_mass(bodies, q, out):
+    """batch_mass of one state: out (n, n) = M(q); 1 if not finite."""
+    n = q.shape[0]
+    return mass_chunk(bodies, q.reshape((1, n)), out.reshape((1, n, n)), 0, 1)
+
+
+@njit(**_JIT)
+def one_jacobian(bodies, q, fb, X_body_frame, J):
+    """batch_kinematics of one state, the Jacobian only: J (6, n); 1 if not finite."""
+    n = q.shape[0]
+    return kinematics_chunk(bodies, q.reshape((1, n)), fb, X_body_frame,
+                            np.empty((0, 4, 4)), J.reshape((1, 6, n)), 0, 1)
+
+
 @njit(**_JIT)
 def batch_gravity(bodies, g, q, out):
     """out[s] = g(q_s), every state in this thread; returns the count of non-finite states."""

@@ -280,8 +280,7 @@ class RobotModel:
         unless ``finite`` is False (kernels that count non-finite states themselves: then
         :meth:`_raise_nonfinite` names the culprit)."""
         shape1 = self._shape1
-        if (type(x) is np.ndarray and x.dtype is _F64 and x.shape == shape1
-                and x.strides == _STRIDE1 and not finite and (like is None or like == shape1)):
+        if not finite and (like is None or like == shape1) and _one_state(x, shape1):
             return x[None], True           # fast path: one contiguous state, as given
         n = shape1[0]
         a = _as_float(x, name)
@@ -399,6 +398,10 @@ class RobotModel:
     def gravity_torques(self, q, threads=None):
         """g(q) (n,): the generalized force that holds the arm still, dU/dq. N*m or N.
         (N, n) states -> (N, n), over ``threads`` threads (see the module docstring)."""
+        if threads is None and _one_state(q, self._shape1):
+            out = np.empty(self._shape1)
+            if not _direct(K.one_gravity, (self._bodies, self._gravity, q, out)):
+                return out          # (not finite: the general path below names the entry)
         Q, single = self._states(q, "q", finite=False)
         out = np.empty(Q.shape)
         if _launch(K.batch_gravity, K.batch_gravity_threads, threads, Q.shape[0],
@@ -409,6 +412,10 @@ class RobotModel:
     def coriolis_torques(self, q, qd, threads=None):
         """C(q, qd) qd (n,): Coriolis and centrifugal torques (RNEA with qdd = 0, no gravity).
         (N, n) states -> (N, n), over ``threads`` threads (see the module docstring)."""
+        if threads is None and _one_state(q, self._shape1) and _one_state(qd, self._shape1):
+            out = np.empty(self._shape1)
+            if not _direct(K.one_coriolis, (self._bodies, q, qd, out)):
+                return out          # (not finite: the general path below names the entry)
         Q, single = self._states(q, "q", finite=False)
         QD, _ = self._states(qd, "qd", like=np.shape(q), finite=False)
         out = np.empty(Q.shape)
@@ -429,6 +436,11 @@ class RobotModel:
     def mass_matrix(self, q, threads=None):
         """M(q) (n, n), symmetric positive definite joint-space inertia (CRBA). kg*m^2 / kg.
         (N, n) states -> (N, n, n), over ``threads`` threads (see the module docstring)."""
+        if threads is None and _one_state(q, self._shape1):
+            n = self._shape1[0]
+            out = np.empty((n, n))
+            if not _direct(K.one_mass, (self._bodies, q, out)):
+                return out          # (not finite: the general path below names the entry)
         Q, single = self._states(q, "q", finite=False)
         n = Q.shape[1]
         out = np.empty((Q.shape[0], n, n))
@@ -512,8 +524,12 @@ class RobotModel:
         """J (6, n): [v; w] = J qd, v (m/s) the velocity of the frame ORIGIN, w (rad/s), both
         in ROOT axes (Pinocchio's LOCAL_WORLD_ALIGNED). q (N, n) -> (N, 6, n), over
         ``threads`` threads (see the module docstring)."""
-        Q, single = self._states(q, "q", finite=False)
         fb, X = self._frame(frame)
+        if threads is None and _one_state(q, self._shape1):
+            J = np.empty((6, self._shape1[0]))
+            if not _direct(K.one_jacobian, (self._bodies, q, fb, X, J)):
+                return J            # (not finite: the general path below names the entry)
+        Q, single = self._states(q, "q", finite=False)
         N, n = Q.shape
         J = np.empty((N, 6, n))
         if _launch(K.batch_kinematics, K.batch_kinematics_threads, threads, N, self._bodies, Q,
@@ -699,9 +715,12 @@ class RobotModel:
         """Compile (or load from cache) every numba kernel once; returns self."""
         q = np.zeros(self.n)
         tip = self.default_tip
-        self.gravity_torques(q), self.coriolis_torques(q, q), self.coriolis_matrix(q, q)
+        for x in (q, q[None]):          # the one-state kernels, then the batched ones
+            self.gravity_torques(x), self.coriolis_torques(x, x), self.mass_matrix(x)
+            self.jacobian(x, tip)
+        self.coriolis_matrix(q, q)
         self.inverse_dynamics(q, q, q, f_ext=np.zeros(6), f_ext_frame=tip)
-        self.frame_pose(q, tip), self.jacobian(q, tip), self.frame_bias_acceleration(q, q, tip)
+        self.frame_pose(q, tip), self.frame_bias_acceleration(q, q, tip)
         self.kinetic_energy(q, q)
         for lin in (False, True):
             self.compute_all(q, q, tip, linear_only=lin)
@@ -841,6 +860,13 @@ def get_threads():
 
 _F64 = np.dtype(np.float64)
 _STRIDE1 = (8,)
+
+
+def _one_state(x, shape1) -> bool:
+    """x is one C-contiguous float64 state of shape ``shape1`` (n,): the one-state kernels
+    (``K.one_*``) take it as it is."""
+    return (type(x) is np.ndarray and x.dtype is _F64 and x.shape == shape1
+            and x.strides == _STRIDE1)
 
 # ------------------------------------------------------------------ direct kernel calls
 # numba's dispatcher finds the compiled overload from the numba types of the arguments on

@@ -93,7 +93,8 @@ def test_threads_really_run_in_parallel_blocks(panda, states, monkeypatch):
 
     monkeypatch.setattr(model_module, "_launch", spy)
     panda.gravity_torques(Q, threads=2)
-    panda.gravity_torques(Q[0])
+    panda.gravity_torques(Q[:1])          # a batch of one: the serial entry point
+    panda.gravity_torques(Q[0])           # one state: the one-state kernel, no launch
     assert used == [(2, N_STATES), (None, 1)]
     # the kernels themselves: every block count gives the serial bits
     from manip_dynamics.core import kernels as K

@@ -23,13 +23,16 @@ def _message(k):
     return msg
 
 
-def _record(node_process, ros_node, path, count, *params, qos=10):
+def _record(node_process, ros_node, path, count, *params, qos=10, settle=0.0):
+    """Start a recorder, publish ``count`` messages 10 ms apart once the publisher sees its
+    subscription (and ``settle`` s more), stop it; -> (process, the stop response)."""
     proc = node_process([RECORDER, "--ros-args", "-p", f"output:={path}", *params,
                          "-r", "joint_states:=/recorded_states"])
     pub = ros_node.create_publisher(JointState, "/recorded_states", qos)
     stop = _StopClient(ros_node, proc)    # early: discovered by the time it is called
     ros_utils.wait_for(lambda: pub.get_subscription_count() > 0, timeout=30.0,
                        message="recorder subscription")
+    time.sleep(settle)
     for k in range(count):
         pub.publish(_message(k))
         time.sleep(0.01)
@@ -87,15 +90,17 @@ def test_records_what_was_published(node_process, ros_node, tmp_path):
 
 
 def test_reliable_publisher_with_best_effort_default(node_process, ros_node, tmp_path):
-    """Default best-effort subscription: a reliable publisher matches it. Best effort may
-    drop the first messages while discovery completes: what is recorded is a tail of
-    what was sent, unchanged."""
+    """Default best-effort subscription: a reliable publisher matches it. Best effort
+    drops what arrives before the subscription's side of discovery has matched the
+    publisher (which the publisher cannot see: CI once lost 14 of 40 sent right after the
+    publisher's match), so the test waits 1 s more and asks for a tail of what was sent,
+    unchanged, and the count the recorder reports."""
     path = tmp_path / "reliable.mcap"
-    _, response = _record(node_process, ros_node, path, 40,
+    _, response = _record(node_process, ros_node, path, 40, settle=1.0,
                           qos=QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE))
     assert response.success
     log = read_joint_states(path, topic="/recorded_states")
-    assert len(log.t) >= 30
+    assert len(log.t) >= 1 and f"{len(log.t)} messages" in response.message, response.message
     tail = [_message(k) for k in range(40 - len(log.t), 40)]
     np.testing.assert_array_equal(log.effort, [m.effort for m in tail])
 
