@@ -918,10 +918,6 @@ def _launch(serial, threaded, threads, N, *args):
     if N < 2 * MIN_STATES_PER_THREAD:
         if threads is not None:
             _thread_count(threads, "threads")
-        elif not _check_direct[0]:
-            entry = _entries.get(serial)
-            if entry is not None:
-                return entry[0](*args)      # _direct's common case, one call level less
         return _direct(serial, args)
     t = get_threads() if threads is None else _thread_count(threads, "threads")
     t = min(t, N // MIN_STATES_PER_THREAD, numba.config.NUMBA_NUM_THREADS)
