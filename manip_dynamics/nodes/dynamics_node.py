@@ -6,7 +6,8 @@ For every accepted ``joint_states`` message (stamp copied to every output)::
     ~/coriolis_torques   sensor_msgs/JointState   effort = C(q, qd) qd   (model order)
     ~/gravity_command    std_msgs/Float64MultiArray  g(q) in ``command_joints`` order
     ~/dynamics           manip_dynamics_interfaces/Dynamics  g, C qd, M, J, Lambda, cond
-    ~/inertia_markers    visualization_msgs/MarkerArray  (a timer, ``outputs.inertia_markers.rate``)
+    ~/inertia_markers    visualization_msgs/MarkerArray  (at most ``outputs.inertia_markers.rate``,
+                                                     after a computed state)
     /diagnostics         diagnostic_msgs/DiagnosticArray  (1 Hz: rates, skips, callback times,
                                                       GC collections and pauses)
 
@@ -60,6 +61,7 @@ from manip_dynamics.nodes.payload_service import PayloadService
 from manip_dynamics.rules import gc_pauses
 from manip_dynamics.rules.dynamics_parameters import (PARAMETERS, SPECS, ParameterValueError,
                                                       check_values)
+from manip_dynamics.rules.marker_schedule import MarkerSchedule
 from manip_dynamics.rules.model_source import Applied, Description, ModelSource
 from manip_dynamics.rules.parameter_table import ParameterTypeError
 from manip_dynamics.rules.snapshot import Snapshot
@@ -94,6 +96,7 @@ class DynamicsNode(Node):
         self._latest: Optional[tuple] = None     # (outputs, header, q) of the newest state
         self._marker_sent: Optional[tuple] = None  # the _latest the last markers were built from
         self._marker_builder: Optional[markers.InertiaMarkers] = None  # reused per snapshot
+        self._marker_schedule = MarkerSchedule()    # updates in the gap after a state
         self._stats = NodeStats(time.monotonic(), time.process_time())
         self._gc = gc_pauses.GcPauses()       # collections and pauses, for /diagnostics
         # Called after the outputs of every computed state, in order:
@@ -329,6 +332,8 @@ class DynamicsNode(Node):
             stats.skipped("latest-wins", n_skipped)
         for state in batch:
             self._compute_one(state, stats)
+        if self._marker_schedule.after_state():    # in the gap before the next state
+            self._update_markers()
 
     def _compute_one(self, msg: JointState, stats) -> None:
         t0 = time.perf_counter()
@@ -414,9 +419,14 @@ class DynamicsNode(Node):
     # ------------------------------------------------------------------ timers
 
     def _on_marker_timer(self) -> None:
+        """Makes a marker update due: it runs after the next computed state, or at the next
+        tick if no state comes (manip_dynamics.rules.marker_schedule says why)."""
+        if self._marker_schedule.on_timer():
+            self._update_markers()
+
+    def _update_markers(self) -> None:
         """~/inertia_markers from the newest computed state, at most once per state, only
-        while someone subscribes: the MarkerArray costs several joint_states callbacks,
-        so it is kept off the joint_states path. A marker failure costs only the markers."""
+        while someone subscribes. A marker failure costs only the markers."""
         latest = self._latest
         if (latest is None or latest is self._marker_sent
                 or not latest[0].snapshot.markers.enabled

@@ -12,6 +12,8 @@ module                     rule
                            new model)
 ``throttled_log``          a repeated message is logged at most once per period per key,
                            counting what it held back
+``marker_schedule``        when ~/inertia_markers is updated: after a computed state, in
+                           the gap before the next one (at most once per timer period)
 ``stats``                  diagnostics statistics: input/output rates, skipped states by
                            reason, callback time p50/p99, CPU per message, level
 =========================  =========================================================

@@ -105,7 +105,7 @@ PARAMETERS: tuple[ParamSpec, ...] = (
               "When several joint_states messages wait (the node fell behind), compute only "
               "the newest and count the others as skipped (latest-wins on /diagnostics); "
               "false = compute every message in arrival order (e.g. to record every sample)."),
-    ParamSpec("joint_states_backlog", "integer", 2,
+    ParamSpec("joint_states_backlog", "integer", 8,
               "With joint_states_latest_wins: a backlog of at most this many older messages "
               "is still worked through in order (each computed and published: a scheduling "
               "hiccup or a marker update costs no state); a longer one means the node fell "
