@@ -223,9 +223,33 @@ def _mul33(a, c):
 
 
 @njit(**_DRIVER)
-def _rotation_about(k0, k1, k2, angle):
-    """Rot(k, angle) for a unit axis k as a row-major 9-tuple (Rodrigues: I + s K + (1 - c) K^2)."""
-    s, c1 = np.sin(angle), 1.0 - np.cos(angle)
+def _times_rotation(A, k0, k1, k2, angle):
+    """A Rot(k, angle) for a unit axis k, A a row-major 9-tuple. An axis along +-x, +-y or
+    +-z (most URDF joints) mixes two columns of A with c = cos(angle), s = +-sin(angle):
+    12 products instead of building Rot (Rodrigues) and a full 3x3 product (27)."""
+    s, c = np.sin(angle), np.cos(angle)
+    if k0 == 0.0 and k1 == 0.0:             # Rot_z(+-angle): columns 0 and 1
+        s *= k2
+        return (A[0] * c + A[1] * s, A[1] * c - A[0] * s, A[2],
+                A[3] * c + A[4] * s, A[4] * c - A[3] * s, A[5],
+                A[6] * c + A[7] * s, A[7] * c - A[6] * s, A[8])
+    if k1 == 0.0 and k2 == 0.0:             # Rot_x(+-angle): columns 1 and 2
+        s *= k0
+        return (A[0], A[1] * c + A[2] * s, A[2] * c - A[1] * s,
+                A[3], A[4] * c + A[5] * s, A[5] * c - A[4] * s,
+                A[6], A[7] * c + A[8] * s, A[8] * c - A[7] * s)
+    if k0 == 0.0 and k2 == 0.0:             # Rot_y(+-angle): columns 2 and 0
+        s *= k1
+        return (A[0] * c - A[2] * s, A[1], A[2] * c + A[0] * s,
+                A[3] * c - A[5] * s, A[4], A[5] * c + A[3] * s,
+                A[6] * c - A[8] * s, A[7], A[8] * c + A[6] * s)
+    return _mul33(A, _rotation_about(k0, k1, k2, s, 1.0 - c))
+
+
+@njit(**_DRIVER)
+def _rotation_about(k0, k1, k2, s, c1):
+    """Rot(k, angle) for a unit axis k as a row-major 9-tuple, given s = sin(angle) and
+    c1 = 1 - cos(angle) (Rodrigues: I + s K + (1 - c) K^2)."""
     return (1.0 - c1 * (k1 * k1 + k2 * k2), -s * k2 + c1 * k0 * k1, s * k1 + c1 * k0 * k2,
             s * k2 + c1 * k0 * k1, 1.0 - c1 * (k0 * k0 + k2 * k2), -s * k0 + c1 * k1 * k2,
             -s * k1 + c1 * k0 * k2, s * k0 + c1 * k1 * k2, 1.0 - c1 * (k0 * k0 + k1 * k1))
@@ -259,7 +283,7 @@ def _kinematics_over(bodies, q_full, path, every_body, R_root_body, p_root_body,
         if b.jtype == REVOLUTE:
             S[i, 0], S[i, 1], S[i, 2] = p1 * a2 - p2 * a1, p2 * a0 - p0 * a2, p0 * a1 - p1 * a0
             S[i, 3], S[i, 4], S[i, 5] = a0, a1, a2
-            A = _mul33(A, _rotation_about(k0, k1, k2, q_full[i]))
+            A = _times_rotation(A, k0, k1, k2, q_full[i])
         elif b.jtype == PRISMATIC:
             x = q_full[i]
             p0, p1, p2 = p0 + a0 * x, p1 + a1 * x, p2 + a2 * x
@@ -458,10 +482,20 @@ def velocity_pass(bodies, S, qd_full, V, Vd, tmp1, tmp2):
 def crba(bodies, S, m, h, I_o, Ic_m, Ic_h, Ic_o, M_full, tmp):
     """Composite-rigid-body algorithm: Ic_i = I_i + sum_children Ic_c (plain sums in the root
     frame); M_full[i, j] = S_j . (Ic_i S_i) for j on the path i -> root (others zero)."""
+    for i in range(bodies.shape[0]):    # (element by element: a slice copy costs 4x more)
+        Ic_m[i] = m[i]
+        for r in range(3):
+            Ic_h[i, r] = h[i, r]
+            for c in range(3):
+                Ic_o[i, r, c] = I_o[i, r, c]
+    crba_in_place(bodies, S, Ic_m, Ic_h, Ic_o, M_full, tmp)
+
+
+@njit(**_JIT)
+def crba_in_place(bodies, S, Ic_m, Ic_h, Ic_o, M_full, tmp):
+    """crba with the body inertias given in (Ic_m, Ic_h, Ic_o), which end up composite (the
+    mass chunk's own scratch: no copy)."""
     M_full[:, :] = 0.0
-    Ic_m[:] = m
-    Ic_h[:, :] = h
-    Ic_o[:, :, :] = I_o
     for i in range(bodies.shape[0] - 1, -1, -1):
         _inertia_times(Ic_m[i], Ic_h[i], Ic_o[i], S[i], tmp)
         j = i
@@ -470,10 +504,12 @@ def crba(bodies, S, m, h, I_o, Ic_m, Ic_h, Ic_o, M_full, tmp):
             M_full[j, i] = M_full[i, j]
             j = bodies[j].parent
         par = bodies[i].parent
-        if par >= 0:
+        if par >= 0:                    # (element by element: no array expressions on views)
             Ic_m[par] += Ic_m[i]
-            Ic_h[par] += Ic_h[i]
-            Ic_o[par] += Ic_o[i]
+            for r in range(3):
+                Ic_h[par, r] += Ic_h[i, r]
+                for c in range(3):
+                    Ic_o[par, r, c] += Ic_o[i, r, c]
 
 
 @njit(**_DRIVER)
@@ -675,35 +711,32 @@ def gravity_chunk(bodies, g, q, out, lo, hi):
 
 # One-state entry points: q (n,) and the output without the leading batch axis. The same
 # chunk code as the batches (the same bits); the Python side saves building the (1, n)
-# views and unwrapping the result, a fifth of a small robot's single call.
+# views and unwrapping the result, a fifth of a small robot's single call. The views here
+# are ``x[None]`` (C-contiguous, no call), not ``x.reshape``: numba's reshape is a helper
+# call of about 18 ns each.
 @njit(**_JIT)
 def one_gravity(bodies, g, q, out):
     """batch_gravity of one state: out (n,) = g(q); returns 1 if q or g(q) is not finite."""
-    n = q.shape[0]
-    return gravity_chunk(bodies, g, q.reshape((1, n)), out.reshape((1, n)), 0, 1)
+    return gravity_chunk(bodies, g, q[None], out[None], 0, 1)
 
 
 @njit(**_JIT)
 def one_coriolis(bodies, q, qd, out):
     """batch_coriolis of one state: out (n,) = C(q, qd) qd; 1 if not finite."""
-    n = q.shape[0]
-    return coriolis_chunk(bodies, q.reshape((1, n)), qd.reshape((1, n)), out.reshape((1, n)),
-                          0, 1)
+    return coriolis_chunk(bodies, q[None], qd[None], out[None], 0, 1)
 
 
 @njit(**_JIT)
 def one_mass(bodies, q, out):
     """batch_mass of one state: out (n, n) = M(q); 1 if not finite."""
-    n = q.shape[0]
-    return mass_chunk(bodies, q.reshape((1, n)), out.reshape((1, n, n)), 0, 1)
+    return mass_chunk(bodies, q[None], out[None], 0, 1)
 
 
 @njit(**_JIT)
 def one_jacobian(bodies, q, fb, X_body_frame, J):
     """batch_kinematics of one state, the Jacobian only: J (6, n); 1 if not finite."""
-    n = q.shape[0]
-    return kinematics_chunk(bodies, q.reshape((1, n)), fb, X_body_frame,
-                            np.empty((0, 4, 4)), J.reshape((1, 6, n)), 0, 1)
+    return kinematics_chunk(bodies, q[None], fb, X_body_frame, np.empty((0, 4, 4)), J[None],
+                            0, 1)
 
 
 @njit(**_JIT)
@@ -766,14 +799,13 @@ def mass_chunk(bodies, q, out, lo, hi):
     """out[s] = M(q_s) (CRBA) for lo <= s < hi; returns the count of non-finite states."""
     nb, e = bodies.shape[0], np.empty
     q_full, R_root_body, p_root_body, S = pose_scratch(nb)
-    m, h, I_o, M_full = e(nb), e((nb, 3)), e((nb, 3, 3)), e((nb, nb))
-    Ic_m, Ic_h, Ic_o, tmp1 = e(nb), e((nb, 3)), e((nb, 3, 3)), e(6)
+    Ic_m, Ic_h, Ic_o, M_full, tmp1 = e(nb), e((nb, 3)), e((nb, 3, 3)), e((nb, nb)), e(6)
     bad = 0
     for s in range(lo, hi):
         expand_positions(bodies, q[s], q_full)
         forward_kinematics(bodies, q_full, R_root_body, p_root_body, S)
-        world_inertias(bodies, R_root_body, p_root_body, m, h, I_o)
-        crba(bodies, S, m, h, I_o, Ic_m, Ic_h, Ic_o, M_full, tmp1)
+        world_inertias(bodies, R_root_body, p_root_body, Ic_m, Ic_h, Ic_o)
+        crba_in_place(bodies, S, Ic_m, Ic_h, Ic_o, M_full, tmp1)
         reduce_matrix(bodies, M_full, out[s])
         if not (all_finite(q[s]) and all_finite(out[s])):
             bad += 1

@@ -94,7 +94,7 @@ class RobotModel:
     """
 
     __slots__ = ("_s", "_gravity", "_viscous", "_coulomb", "_payloads", "_inert", "_bodies",
-                 "_shape1")
+                 "_shape1", "_shapeM", "_shapeJ", "_frames")
 
     # ------------------------------------------------------------------ construction
     def __init__(self, structure: Structure, gravity=(0.0, 0.0, -9.81), viscous=None,
@@ -107,7 +107,11 @@ class RobotModel:
         set_(self, "_payloads", dict(payloads or {}))
         set_(self, "_inert", structure.inert if inert is None else inert)
         set_(self, "_bodies", body_table(structure, self._inert))   # what the kernels read
-        set_(self, "_shape1", (len(structure.joint_names),))         # the shape of one q
+        n = len(structure.joint_names)
+        set_(self, "_shape1", (n,))                  # the shape of one q, of one M, of one J
+        set_(self, "_shapeM", (n, n))
+        set_(self, "_shapeJ", (6, n))
+        set_(self, "_frames", structure.frames)     # name -> (body, X_body_frame)
 
     def __setattr__(self, name, value):
         raise AttributeError("RobotModel is immutable; use the with_* methods for a modified copy")
@@ -269,11 +273,13 @@ class RobotModel:
     # ------------------------------------------------------------------ input helpers
     def _frame(self, frame):
         try:
-            return self._s.frames[frame]
+            return self._frames[frame]
         except (KeyError, TypeError):
-            raise UnknownFrameError(
-                f"unknown frame {frame!r}; frames of this model: {_tuple_names(self.frame_names)}"
-            ) from None
+            raise self._unknown_frame(frame) from None
+
+    def _unknown_frame(self, frame):
+        return UnknownFrameError(
+            f"unknown frame {frame!r}; frames of this model: {_tuple_names(self.frame_names)}")
 
     def _states(self, x, name, like=None, finite=True):
         """-> (contiguous (N, n) float array, single?) with shape checks, and the finite check
@@ -437,8 +443,7 @@ class RobotModel:
         """M(q) (n, n), symmetric positive definite joint-space inertia (CRBA). kg*m^2 / kg.
         (N, n) states -> (N, n, n), over ``threads`` threads (see the module docstring)."""
         if threads is None and _one_state(q, self._shape1):
-            n = self._shape1[0]
-            out = np.empty((n, n))
+            out = np.empty(self._shapeM)
             if not _direct(K.one_mass, (self._bodies, q, out)):
                 return out          # (not finite: the general path below names the entry)
         Q, single = self._states(q, "q", finite=False)
@@ -524,9 +529,12 @@ class RobotModel:
         """J (6, n): [v; w] = J qd, v (m/s) the velocity of the frame ORIGIN, w (rad/s), both
         in ROOT axes (Pinocchio's LOCAL_WORLD_ALIGNED). q (N, n) -> (N, 6, n), over
         ``threads`` threads (see the module docstring)."""
-        fb, X = self._frame(frame)
+        try:                                   # (_frame, inline: a fifth of a J call)
+            fb, X = self._frames[frame]
+        except (KeyError, TypeError):
+            raise self._unknown_frame(frame) from None
         if threads is None and _one_state(q, self._shape1):
-            J = np.empty((6, self._shape1[0]))
+            J = np.empty(self._shapeJ)
             if not _direct(K.one_jacobian, (self._bodies, q, fb, X, J)):
                 return J            # (not finite: the general path below names the entry)
         Q, single = self._states(q, "q", finite=False)
@@ -865,8 +873,8 @@ _STRIDE1 = (8,)
 def _one_state(x, shape1) -> bool:
     """x is one C-contiguous float64 state of shape ``shape1`` (n,): the one-state kernels
     (``K.one_*``) take it as it is."""
-    return (type(x) is np.ndarray and x.dtype is _F64 and x.shape == shape1
-            and x.strides == _STRIDE1)
+    return (type(x) is np.ndarray and x.strides == _STRIDE1 and x.dtype is _F64
+            and len(x) == shape1[0])          # (strides (8,): one axis, so len is its size)
 
 # ------------------------------------------------------------------ direct kernel calls
 # numba's dispatcher finds the compiled overload from the numba types of the arguments on
@@ -877,31 +885,40 @@ def _one_state(x, shape1) -> bool:
 # those types is looked up once and called directly. A call with other types would be read
 # with the wrong shapes: ``check_direct_calls(True)`` (the core tests turn it on) compares
 # every call's types with the entry's.
-_entries: dict = {}
+_entries: dict = {}          # kernel -> its entry point (or, when checking, a checker)
 _check_direct = [False]
 
 
 def check_direct_calls(on: bool) -> None:
     """Verify on every direct kernel call that the argument types are those of the entry
     point (readonly flags aside: they do not change how an array is passed). For tests."""
-    _check_direct[0] = bool(on)
+    if _check_direct[0] != bool(on):
+        _check_direct[0] = bool(on)
+        _entries.clear()      # made again at each kernel's next call, in the new mode
 
 
 def _direct(kernel, args):
     """kernel(*args) through its compiled entry point for the types of ``args`` (see above).
     The first call per kernel goes through the dispatcher (compiling or loading the cache)."""
     entry = _entries.get(kernel)
-    if entry is None:
-        result = kernel(*args)
-        sig = tuple(numba.typeof(a) for a in args)
-        _entries[kernel] = (kernel.overloads[sig].entry_point, _mutable(sig))
-        return result
-    if _check_direct[0]:
+    if entry is not None:
+        return entry(*args)
+    result = kernel(*args)
+    sig = tuple(numba.typeof(a) for a in args)
+    entry = kernel.overloads[sig].entry_point
+    _entries[kernel] = _checked(kernel, entry, _mutable(sig)) if _check_direct[0] else entry
+    return result
+
+
+def _checked(kernel, entry, expected):
+    """entry, raising AssertionError when called with other argument types than ``expected``."""
+    def call(*args):
         sig = _mutable(tuple(numba.typeof(a) for a in args))
-        if sig != entry[1]:
+        if sig != expected:
             raise AssertionError(f"{kernel.__name__}: direct call with {sig}, entry point "
-                                 f"compiled for {entry[1]}")
-    return entry[0](*args)
+                                 f"compiled for {expected}")
+        return entry(*args)
+    return call
 
 
 def _mutable(sig):
