@@ -583,7 +583,8 @@ class RobotModel:
         needs_qd = bias or operational
         if needs_qd and qd is None:
             raise InputError("qd is required (shape of q); pass zeros for a state at rest")
-        QD = self._states(qd, "qd", like=np.shape(q), finite=False)[0] if needs_qd else Q
+        like = Q.shape[1:] if single else Q.shape           # np.shape(q), already known
+        QD = self._states(qd, "qd", like=like, finite=False)[0] if needs_qd else Q
         fb, X = self._frame(frame)
         d = _real(damping, "damping")
         if not math.isfinite(d) or d < 0:
@@ -1000,6 +1001,8 @@ def _real(x, name):
 
 def _flag(x, name):
     """A boolean option: bool, numpy bool or the integers 0 / 1 -> bool; InputError otherwise."""
+    if x is False or x is True:
+        return x                                        # fast path
     if isinstance(x, (bool, np.bool_)) or (isinstance(x, (int, np.integer)) and x in (0, 1)):
         return bool(x)
     raise InputError(f"{name} must be a bool, got {x!r}")
