@@ -1180,6 +1180,24 @@ def _bundle_state(bodies, g, q, qd, fb, X_body_frame, k, damping, damping_condit
 
 
 @njit(**_JIT)
+def one_bundle(bodies, g, q, qd, fb, X_body_frame, damping, damping_condition, g_out, c_out,
+               M, J, A, Lambda, cond):
+    """batch_bundle of one state with flags BIAS (compute_all), k = J.shape[0], into separate
+    outputs without the batch axis (cond (1,)): the same _bundle_state code (the same bits),
+    without the buffer's views (twelve reshape calls) and with outputs the caller returns as
+    they are. Returns status * 2 + singular (status BAD_INPUT for a q or qd not finite)."""
+    if not (all_finite(q) and all_finite(qd)):
+        return BAD_INPUT * 2 + 1
+    n, k, e = q.shape[0], J.shape[0], np.empty
+    res = BundleViews(g_out[None], c_out[None], M[None], J[None], A[None], Lambda[None], cond,
+                      e((1, k)), e((1, k, k)), e((0, k)), e((0, k)))   # (mu, p: not asked for)
+    status, singular = _bundle_state(bodies, g, q, qd, fb, X_body_frame, k, damping,
+                                     damping_condition, BIAS, workspace(bodies.shape[0]),
+                                     bundle_scratch(n, k), res, 0)
+    return status * 2 + (1 if singular else 0)
+
+
+@njit(**_JIT)
 def batch_bundle(bodies, g, q, qd, fb, X_body_frame, k, damping, damping_condition, flags,
                  out, singular, status):
     """Per-state bundle: M, J (the first k rows of the frame Jacobian: k = 3 linear only),

@@ -586,12 +586,7 @@ class RobotModel:
         like = Q.shape[1:] if single else Q.shape           # np.shape(q), already known
         QD = self._states(qd, "qd", like=like, finite=False)[0] if needs_qd else Q
         fb, X = self._frame(frame)
-        d = _real(damping, "damping")
-        if not math.isfinite(d) or d < 0:
-            raise InputError(f"damping must be finite and >= 0, got {damping!r}")
-        dc = _real(damping_condition, "damping_condition")
-        if math.isnan(dc) or dc < 0:
-            raise InputError(f"damping_condition must be >= 0, got {damping_condition!r}")
+        d, dc = _damping(damping, damping_condition)
         N, n = Q.shape
         k = 3 if _flag(linear_only, "linear_only") else 6
         flags = ((K.BIAS if bias else 0) | (K.OPERATIONAL if operational else 0)
@@ -713,12 +708,34 @@ class RobotModel:
         (the ellipsoid of this ``linear_only``, as :meth:`inertia_ellipsoid` gives it).
 
         (N, n) states run over ``threads`` threads (see the module docstring)."""
+        if threads is None and ellipsoid is False and _one_state(q, self._shape1) \
+                and _one_state(qd, self._shape1):
+            terms = self._one_bundle(q, qd, frame, linear_only, damping, damping_condition)
+            if terms is not None:
+                return terms        # (else the general path below names what went wrong)
         want_ellipsoid = _flag(ellipsoid, "ellipsoid")
         r = self._bundle(q, qd, frame, linear_only=linear_only, damping=damping,
                          damping_condition=damping_condition, bias=True,
                          eigenvectors=want_ellipsoid, threads=threads)
         terms = r.dynamics_terms()
         return (terms, self._ellipsoid(r)) if want_ellipsoid else terms
+
+    def _one_bundle(self, q, qd, frame, linear_only, damping, damping_condition):
+        """compute_all of one contiguous float64 state through K.one_bundle (its outputs are
+        returned as they are: no buffer views); None when the state is not finite or its
+        M or A fails, for the general path to name."""
+        fb, X = self._frame(frame)
+        d, dc = _damping(damping, damping_condition)
+        n = self._shape1[0]
+        k = 3 if _flag(linear_only, "linear_only") else 6
+        g, c, M, J = (np.empty(self._shape1), np.empty(self._shape1), np.empty(self._shapeM),
+                      np.empty(self._shapeJ if k == 6 else (3, n)))
+        A, Lambda, cond = np.empty((k, k)), np.empty((k, k)), np.empty(1)
+        code = _direct(K.one_bundle, (self._bodies, self._gravity, q, qd, fb, X, d, dc, g, c,
+                                      M, J, A, Lambda, cond))
+        if code > 1:
+            return None
+        return DynamicsTerms(g, c, M, J, A, Lambda, cond[0], _NP_BOOL[code])
 
     def warm_up(self):
         """Compile (or load from cache) every numba kernel once; returns self."""
@@ -732,7 +749,8 @@ class RobotModel:
         self.frame_pose(q, tip), self.frame_bias_acceleration(q, q, tip)
         self.kinetic_energy(q, q)
         for lin in (False, True):
-            self.compute_all(q, q, tip, linear_only=lin)
+            for x in (q, q[None]):      # the one-state bundle, then the batched one
+                self.compute_all(x, x, tip, linear_only=lin)
             self.operational_space(q, q, tip, linear_only=lin, damping=1e-3)
         try:
             self.forward_dynamics(q, q, q)
@@ -997,6 +1015,20 @@ def _real(x, name):
     if a.ndim != 0:
         raise InputError(f"{name} must be a scalar, got shape {a.shape}")
     return float(a)
+
+
+_NP_BOOL = (np.False_, np.True_)
+
+
+def _damping(damping, damping_condition):
+    """(damping, damping_condition) as floats: finite >= 0 and >= 0; InputError otherwise."""
+    d = _real(damping, "damping")
+    if not math.isfinite(d) or d < 0:
+        raise InputError(f"damping must be finite and >= 0, got {damping!r}")
+    dc = _real(damping_condition, "damping_condition")
+    if math.isnan(dc) or dc < 0:
+        raise InputError(f"damping_condition must be >= 0, got {damping_condition!r}")
+    return d, dc
 
 
 def _flag(x, name):

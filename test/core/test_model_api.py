@@ -574,6 +574,38 @@ def test_single_state_input_flavours_give_the_same_bits(arm):
         arm.gravity_torques(np.zeros(4))
 
 
+def test_one_state_compute_all_gives_the_batch_rows_bits_and_types(arm):
+    """compute_all of one contiguous state (K.one_bundle, separate outputs) and the batched
+    bundle (one buffer, K.batch_bundle) give the same bits in every field, the same numpy
+    scalar types for condition_number and singular, for both task-space sizes, with and
+    without damping, for regular and singular states; a state the one-state path cannot
+    finish falls through to the general path's error."""
+    rng = np.random.default_rng(7)
+    states = [(rng.normal(size=3), rng.normal(size=3)) for _ in range(3)]
+    states.append((np.zeros(3), rng.normal(size=3)))
+    for q, qd in states:
+        for linear_only in (False, True):
+            for damping, condition in ((0.0, 0.0), (1e-3, 1e6), (0.05, 0)):
+                kw = dict(linear_only=linear_only, damping=damping,
+                          damping_condition=condition)
+                one = arm.compute_all(q, qd, "tool", **kw)
+                row = arm.compute_all(q[None], qd[None], "tool", **kw)
+                for field, a, b in zip(one._fields, one, row):
+                    np.testing.assert_array_equal(a, b[0], err_msg=field)
+                    assert type(a) is type(b[0]), field
+                assert one.M.flags.c_contiguous and one.J.shape == (3 if linear_only else 6, 3)
+    # both kinds of state were among those compared: 6 task rows of a 3-joint arm (A has
+    # rank 3: singular) and 3 linear rows at q = 0 (regular)
+    assert arm.compute_all(np.zeros(3), np.zeros(3), "tool").singular
+    assert not arm.compute_all(np.zeros(3), np.zeros(3), "tool", linear_only=True).singular
+    with pytest.raises(InputError, match=r"q\[1\] \(joint 'j2'\) is nan"):
+        arm.compute_all(np.array([0.1, np.nan, 0.2]), np.zeros(3), "tool")
+    with pytest.raises(InputError, match="damping"):
+        arm.compute_all(np.zeros(3), np.zeros(3), "tool", damping=-1.0)
+    terms, _ = arm.compute_all(states[0][0], states[0][1], "tool", ellipsoid=True)
+    np.testing.assert_array_equal(terms.Lambda, arm.compute_all(*states[0], "tool").Lambda)
+
+
 def test_direct_calls_check_their_argument_types(arm):
     """A direct kernel call (model._direct) uses the entry point of the kernel's first
     types; with checking on (the core tests run so) any other types are refused instead of
