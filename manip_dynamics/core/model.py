@@ -585,10 +585,8 @@ class RobotModel:
             raise InputError("qd is required (shape of q); pass zeros for a state at rest")
         like = Q.shape[1:] if single else Q.shape           # np.shape(q), already known
         QD = self._states(qd, "qd", like=like, finite=False)[0] if needs_qd else Q
-        fb, X = self._frame(frame)
-        d, dc = _damping(damping, damping_condition)
+        fb, X, k, d, dc = self._task_options(frame, linear_only, damping, damping_condition)
         N, n = Q.shape
-        k = 3 if _flag(linear_only, "linear_only") else 6
         flags = ((K.BIAS if bias else 0) | (K.OPERATIONAL if operational else 0)
                  | (K.EIGENVECTORS if eigenvectors else 0))
         layout, width = _bundle_layout(n, k)
@@ -603,6 +601,18 @@ class RobotModel:
             self._check_status(status, f"J M^-1 J^T of {frame!r} (or g, C qd)", q=Q,
                                qd=QD if needs_qd else None)
         return _BundleResult(out, layout, N, single, singular)
+
+    def _task_options(self, frame, linear_only, damping, damping_condition):
+        """The task-space options of one bundle run, checked: (frame body, X_body_frame,
+        k = 3 or 6 rows, damping, damping_condition)."""
+        fb, X = self._frame(frame)
+        d = _real(damping, "damping")
+        if not math.isfinite(d) or d < 0:
+            raise InputError(f"damping must be finite and >= 0, got {damping!r}")
+        dc = _real(damping_condition, "damping_condition")
+        if math.isnan(dc) or dc < 0:
+            raise InputError(f"damping_condition must be >= 0, got {damping_condition!r}")
+        return fb, X, 3 if _flag(linear_only, "linear_only") else 6, d, dc
 
     def _raise_if_singular(self, sing, cond, frame):
         if np.count_nonzero(sing):
@@ -724,10 +734,8 @@ class RobotModel:
         """compute_all of one contiguous float64 state through K.one_bundle (its outputs are
         returned as they are: no buffer views); None when the state is not finite or its
         M or A fails, for the general path to name."""
-        fb, X = self._frame(frame)
-        d, dc = _damping(damping, damping_condition)
+        fb, X, k, d, dc = self._task_options(frame, linear_only, damping, damping_condition)
         n = self._shape1[0]
-        k = 3 if _flag(linear_only, "linear_only") else 6
         g, c, M, J = (np.empty(self._shape1), np.empty(self._shape1), np.empty(self._shapeM),
                       np.empty(self._shapeJ if k == 6 else (3, n)))
         A, Lambda, cond = np.empty((k, k)), np.empty((k, k)), np.empty(1)
@@ -1018,17 +1026,6 @@ def _real(x, name):
 
 
 _NP_BOOL = (np.False_, np.True_)
-
-
-def _damping(damping, damping_condition):
-    """(damping, damping_condition) as floats: finite >= 0 and >= 0; InputError otherwise."""
-    d = _real(damping, "damping")
-    if not math.isfinite(d) or d < 0:
-        raise InputError(f"damping must be finite and >= 0, got {damping!r}")
-    dc = _real(damping_condition, "damping_condition")
-    if math.isnan(dc) or dc < 0:
-        raise InputError(f"damping_condition must be >= 0, got {damping_condition!r}")
-    return d, dc
 
 
 def _flag(x, name):
