@@ -54,7 +54,7 @@ from manip_dynamics.core.errors import InputError, ManipDynamicsError, NonFinite
 from manip_dynamics.nodes import markers
 from manip_dynamics.nodes.diagnostics import diagnostic_array
 from manip_dynamics.nodes.contact_outputs import ContactOutputs
-from manip_dynamics.nodes.runner import declare_table, run_node
+from manip_dynamics.nodes.runner import declare_table, run_node, take_waiting
 from manip_dynamics.nodes.services import DynamicsServices
 from manip_dynamics.nodes.state_outputs import StateOutputs
 from manip_dynamics.nodes.payload_service import PayloadService
@@ -322,7 +322,7 @@ class DynamicsNode(Node):
         outputs = self._outputs
         batch, n_skipped = [msg], 0
         if outputs is None or outputs.latest_wins:
-            batch = self._take_waiting(msg)
+            batch = [msg, *take_waiting(self._joint_states_sub)]   # oldest first
             backlog = outputs.backlog if outputs is not None else 0
             if len(batch) - 1 > backlog:
                 batch, n_skipped = batch[-1:], len(batch) - 1
@@ -346,19 +346,6 @@ class DynamicsNode(Node):
             stats.computed(time.perf_counter() - t0)
         else:
             stats.skipped(reason)
-
-    def _take_waiting(self, msg: JointState) -> list:
-        """[msg, then every message already waiting in the subscription's queue], oldest
-        first: they are taken now (as rclpy's executors take one), so a node that fell
-        behind can compute the newest state instead of working through old ones."""
-        sub = self._joint_states_sub
-        batch = [msg]
-        with sub.handle:
-            while True:
-                taken = sub.handle.take_message(sub.msg_type, sub.raw)
-                if taken is None:
-                    return batch
-                batch.append(taken[0])
 
     def _handle_joint_states(self, msg: JointState) -> Optional[str]:
         """Compute and publish one state; -> None, or why it was skipped (a short key for

@@ -17,8 +17,8 @@ Parameters (start-up only):
                     reliable
     depth           subscription queue depth
 Service:
-    ~/stop          std_srvs/Trigger: close the file (summary written); later messages are
-                    dropped
+    ~/stop          std_srvs/Trigger: write the messages already delivered and waiting in
+                    the queue, close the file (summary written); later messages are dropped
 
 Messages without efforts are recorded too, with a warning (identification needs them).
 
@@ -35,7 +35,7 @@ from rclpy.serialization import deserialize_message
 from sensor_msgs.msg import JointState
 from std_srvs.srv import Trigger
 
-from manip_dynamics.nodes.runner import declare_table, run_node
+from manip_dynamics.nodes.runner import declare_table, run_node, take_waiting
 from manip_dynamics.recording import SerializedJointStateWriter
 from manip_dynamics.rules.parameter_table import ParameterTypeError, ParameterValueError, ParamSpec
 
@@ -108,6 +108,9 @@ class Recorder(Node):
 
     def _on_stop(self, request, response):
         response.success = not self.stopped
+        if response.success:          # what DDS delivered before the request is recorded too
+            for data in take_waiting(self._subscription):
+                self._on_message(data)
         response.message = self._close() if response.success else "already stopped"
         return response
 

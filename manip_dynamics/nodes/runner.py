@@ -45,6 +45,19 @@ def spin(node: Node, executor) -> None:
         executor.spin_until_future_complete(never, timeout_sec=1.0)
 
 
+def take_waiting(subscription) -> list:
+    """Every message already waiting in ``subscription``'s queue, oldest first, taken now (as
+    rclpy's executors take one; raw bytes for a raw subscription), so a node can act on
+    them at once: the dynamics node's latest wins, the recorder's ``~/stop``."""
+    taken = []
+    with subscription.handle:
+        while True:
+            message = subscription.handle.take_message(subscription.msg_type, subscription.raw)
+            if message is None:
+                return taken
+            taken.append(message[0])
+
+
 def run_node(make_node: Callable[[], Node], args=None,
              fatal: tuple[type[BaseException], ...] = (), name: str = "node") -> int:
     """Build the node with ``make_node()`` and spin it on one thread.

@@ -1,5 +1,8 @@
 """recorder as a real process over real DDS: what it writes is what was published, in a
 file that rosbag2's readers (mcap + mcap-ros2-support, rclpy's deserializer) open."""
+import os
+import signal
+import threading
 import time
 
 import numpy as np
@@ -87,6 +90,38 @@ def test_records_what_was_published(node_process, ros_node, tmp_path):
     again = ros_utils.call_service(ros_node, Trigger, "/recorder/stop", Trigger.Request(),
                                    process=proc)        # the same answer each time
     assert not again.success and "already stopped" in again.message
+
+
+def test_stop_writes_what_was_delivered_before_it(node_process, ros_node, tmp_path):
+    """Messages delivered before the ~/stop request but not yet taken (the recorder busy:
+    here stopped by SIGSTOP while 200 messages and then the request arrive) are written
+    before the file closes. Without that, its executor took one message, then the request,
+    and dropped the rest (a demo once lost its last second this way)."""
+    path = tmp_path / "burst.mcap"
+    proc = node_process([RECORDER, "--ros-args", "-p", f"output:={path}",
+                         "-p", "reliability:=reliable", "-r", "joint_states:=/recorded_states"])
+    pub = ros_node.create_publisher(JointState, "/recorded_states",
+                                    QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE))
+    stop = _StopClient(ros_node, proc)
+    ros_utils.wait_for(lambda: pub.get_subscription_count() > 0, timeout=30.0,
+                       message="recorder subscription")
+    time.sleep(1.0)                 # the recorder's side of discovery too
+    answer = {}
+    os.kill(proc.pid, signal.SIGSTOP)
+    try:
+        for k in range(200):
+            pub.publish(_message(k))
+        time.sleep(0.5)
+        caller = threading.Thread(target=lambda: answer.update(response=stop(timeout=30.0)))
+        caller.start()
+        time.sleep(0.5)             # the request is on its way while the recorder is stopped
+    finally:
+        os.kill(proc.pid, signal.SIGCONT)
+    caller.join(40.0)
+    response = answer["response"]
+    assert response.success and "wrote 200 messages" in response.message, response.message
+    log = read_joint_states(path, topic="/recorded_states")
+    np.testing.assert_array_equal(log.effort, [_message(k).effort for k in range(200)])
 
 
 def test_reliable_publisher_with_best_effort_default(node_process, ros_node, tmp_path):
