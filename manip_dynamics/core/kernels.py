@@ -53,6 +53,7 @@ import numpy as np
 from numba import njit, prange
 
 from .bodies import PRISMATIC, REVOLUTE
+from .symmetric_eigen import symmetric_eigenvalues
 
 _JIT = dict(cache=True, nogil=True, fastmath=False, error_model="numpy")
 _DRIVER = dict(_JIT, inline="always")   # small drivers over ws: no call boundary
@@ -67,7 +68,7 @@ OPERATIONAL = 2     # mu and p (implies BIAS)
 EIGENVECTORS = 4    # the eigen-decomposition of A (inertia ellipsoid)
 
 SINGULAR_COND = 1e12          # cond(A) above this: A is singular (pseudo-inverse Lambda)
-EIGVALSH_MIN_RATIO = 1e-8     # batch_bundle: eigvalsh instead of eigh when smin > this * smax
+EIGVALSH_MIN_RATIO = 1e-8     # batch_bundle: eigenvalues alone, not eigh, when smin > this * smax
 EPS = 2.220446049250313e-16   # float64 machine epsilon
 _ZERO3 = np.zeros(3)
 _ZERO6 = np.zeros(6)
@@ -1006,14 +1007,17 @@ BundleScratch = namedtuple("BundleScratch", (
     "Y",             # (k, n) L_M^-1 J^T, transposed: A = Y Y^T
     "L_A",           # (k, k) chol(A)
     "x", "e",        # (n,), (k,) solve vectors
-    "Jdot_qd"))      # (6,) the frame's bias acceleration
+    "Jdot_qd",       # (6,) the frame's bias acceleration
+    "W_A",           # (k, k) A's working copy for its eigenvalues (symmetric_eigenvalues)
+    "t_A"))          # (3, k) that function's vectors
 
 
 @njit(**_DRIVER)
 def bundle_scratch(n, k):
     """Fresh BundleScratch for n coordinates and k task rows (one allocation per field)."""
     e = np.empty
-    return BundleScratch(e((6, n)), e((n, n)), e((k, n)), e((k, k)), e(n), e(k), e(6))
+    return BundleScratch(e((6, n)), e((n, n)), e((k, n)), e((k, k)), e(n), e(k), e(6),
+                         e((k, k)), e((3, k)))
 
 
 @njit(**_DRIVER)
@@ -1091,12 +1095,13 @@ def _eigh(A, w_out, vec_out):
 
 @njit(**_JIT)
 def lambda_with_damping(A, damping, damping_condition, want_vectors, L_A, Lambda, w_out,
-                        vec_out, e):
+                        vec_out, e, W, t):
     """Lambda from A = J M^-1 J^T; returns (cond(A), singular).
 
-    cond(A) from its eigenvalues (:func:`condition_number`): eigvalsh alone (about half
-    the cost of eigh) when A is well conditioned (w_min > EIGVALSH_MIN_RATIO w_max) and no
-    eigenvectors are wanted; eigh otherwise, into w_out, vec_out. singular = cond >
+    cond(A) from its eigenvalues (:func:`condition_number`): the eigenvalues alone
+    (:func:`symmetric_eigenvalues`, no LAPACK call, W (k, k) and t (3, k) its scratch) when A
+    is well conditioned (w_min > EIGVALSH_MIN_RATIO w_max) and no eigenvectors are wanted;
+    LAPACK's eigh otherwise, into w_out, vec_out. singular = cond >
     SINGULAR_COND. Damping d > 0 applies to the states with cond > damping_condition:
     the damped inverse; a singular state without damping: the pseudo-inverse; every other
     state: A^-1 by Cholesky solves.
@@ -1106,8 +1111,8 @@ def lambda_with_damping(A, damping, damping_condition, want_vectors, L_A, Lambda
     if want_vectors:
         _eigh(A, w_out, vec_out)
     else:
-        w_out[:] = np.linalg.eigvalsh(A)
-        if not (w_out[0] > EIGVALSH_MIN_RATIO * w_out[k - 1]):
+        converged = symmetric_eigenvalues(A, W, w_out, t[0], t[1], t[2])
+        if not (converged and w_out[0] > EIGVALSH_MIN_RATIO * w_out[k - 1]):
             _eigh(A, w_out, vec_out)
             have_vectors = True
     cond = condition_number(w_out[0], w_out[k - 1], k, cholesky(A, L_A))
@@ -1168,7 +1173,7 @@ def _bundle_state(bodies, g, q, qd, fb, X_body_frame, k, damping, damping_condit
     Lambda = res.Lambda[s]
     res.condition_number[s], singular = lambda_with_damping(
         res.A[s], damping, damping_condition, (flags & EIGENVECTORS) != 0, bs.L_A, Lambda,
-        res.eigenvalues[s], res.eigenvectors[s], bs.e)
+        res.eigenvalues[s], res.eigenvectors[s], bs.e, bs.W_A, bs.t_A)
     finite = all_finite(Lambda)
     if flags & (BIAS | OPERATIONAL):
         finite = finite and all_finite(res.g[s]) and all_finite(res.c[s])
