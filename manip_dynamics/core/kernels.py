@@ -54,6 +54,7 @@ from numba import njit, prange
 
 from .bodies import PRISMATIC, REVOLUTE
 from .symmetric_eigen import symmetric_eigenvalues
+from .trig import sin_cos
 
 _JIT = dict(cache=True, nogil=True, fastmath=False, error_model="numpy")
 _DRIVER = dict(_JIT, inline="always")   # small drivers over ws: no call boundary
@@ -227,8 +228,9 @@ def _mul33(a, c):
 def _times_rotation(A, k0, k1, k2, angle):
     """A Rot(k, angle) for a unit axis k, A a row-major 9-tuple. An axis along +-x, +-y or
     +-z (most URDF joints) mixes two columns of A with c = cos(angle), s = +-sin(angle):
-    12 products instead of building Rot (Rodrigues) and a full 3x3 product (27)."""
-    s, c = np.sin(angle), np.cos(angle)
+    12 products instead of building Rot (Rodrigues) and a full 3x3 product (27). sin and
+    cos from one argument reduction (:func:`trig.sin_cos`)."""
+    s, c = sin_cos(angle)
     if k0 == 0.0 and k1 == 0.0:             # Rot_z(+-angle): columns 0 and 1
         s *= k2
         return (A[0] * c + A[1] * s, A[1] * c - A[0] * s, A[2],
