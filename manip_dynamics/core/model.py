@@ -21,10 +21,11 @@ the GIL. ``with_*`` return new models sharing the parsed structure.
 
 Threads: batched calls of gravity_torques, coriolis_torques, mass_matrix, jacobian and
 compute_all spread their states over numba threads (prange) when the batch has at least
-``MIN_STATES_PER_THREAD`` states per thread; ``threads=`` on those calls, else
+``MIN_STATES_PER_THREAD`` (256) states per thread; ``threads=`` on those calls, else
 :func:`set_threads`, else the environment variable ``MANIP_DYNAMICS_THREADS``, else
-numba's thread count (the number of CPUs) sets how many. A state's result is the same
-bits whatever the thread count (each state runs the same code on its own scratch).
+the CPUs idle at the call (numba's thread count minus the other tasks running, from
+/proc/loadavg) sets how many. A state's result is the same bits whatever the thread count
+(each state runs the same code on its own scratch).
 
 First call: the numba kernels are compiled on first use (a few seconds each, once per
 machine thanks to ``cache=True``); call :meth:`RobotModel.warm_up` at start-up to pay it
@@ -37,6 +38,7 @@ import math
 import numbers
 import os
 import threading
+import time
 from collections import namedtuple
 
 import numba
@@ -856,13 +858,44 @@ def _bundle_layout(n, k):
 
 
 # ------------------------------------------------------------------ threads
-# Smaller batches run in the calling thread. A threaded launch wakes numba's worker threads:
-# tens of microseconds on an idle machine, up to a scheduler time slice (milliseconds) on a
-# loaded one, where 1000 states (~1 ms of work) took 4-40x longer on 2 threads than on one.
-MIN_STATES_PER_THREAD = 2048
+# Smaller batches run in the calling thread: waking numba's workers costs tens of
+# microseconds, more than a few hundred states of work save.
+# A threaded launch waits for every worker it woke (an OpenMP barrier): on a machine whose
+# CPUs are busy a worker may wait a scheduler time slice to run, and 1000 UR5 states took
+# 8 ms on two threads instead of 0.3 ms on one. So the default count (no ``threads=``, no
+# set_threads, no MANIP_DYNAMICS_THREADS) is limited to the CPUs idle at the launch: the
+# CPUs minus the tasks running on the machine (/proc/loadavg, this thread included), + 1.
+# After a launch numba's OpenMP workers spin for a while (libgomp's default wait policy:
+# about 30 ms measured here) waiting for the next one; they count as running, so within
+# OWN_SPIN_S of our last threaded launch its workers are not counted as load. (A sleeping
+# worker would start 50-250 us late here, often on the busy CPU: OMP_WAIT_POLICY=PASSIVE
+# made 1000 states slower on two threads than on one.) An explicit count is used as given.
+MIN_STATES_PER_THREAD = 256
+OWN_SPIN_S = 0.05
 _THREADS_ENV = "MANIP_DYNAMICS_THREADS"
 _threads_setting = [None]      # set_threads(); None: the environment, else numba's count
 _launch_lock = threading.Lock()
+_last_launch = [-math.inf, 1]  # (time.monotonic() at the end, thread count) of the last one
+_LOADAVG = "/proc/loadavg"
+
+
+def running_tasks(path=_LOADAVG):
+    """Tasks running or runnable on the machine now (the 4th field of /proc/loadavg,
+    'running/total'), or None where that cannot be read (not Linux)."""
+    try:
+        with open(path, "rb") as f:
+            return int(f.read().split()[3].split(b"/")[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def idle_thread_count(threads, running, cpus, own_workers=0):
+    """Of ``threads`` wanted, how many can run now: 1 + the CPUs nobody else is running on
+    (``running`` includes the calling thread and ``own_workers`` of our own spinning
+    workers, which are not load); 1 when ``running`` is unknown (None)."""
+    if running is None:
+        return 1
+    return max(1, min(threads, cpus - max(1, running - own_workers) + 1))
 
 
 def _thread_count(threads, name):
@@ -881,7 +914,14 @@ def set_threads(threads=None):
 
 
 def get_threads():
-    """The thread count a batched call uses when it is not given ``threads=``."""
+    """The thread count a batched call uses when it is not given ``threads=``: set_threads,
+    else MANIP_DYNAMICS_THREADS, else numba's thread count (then limited at each launch to
+    the CPUs idle at that moment, see above)."""
+    return _configured_threads() or numba.config.NUMBA_NUM_THREADS
+
+
+def _configured_threads():
+    """set_threads' count, else MANIP_DYNAMICS_THREADS', else None (the default)."""
     if _threads_setting[0] is not None:
         return _threads_setting[0]
     env = os.environ.get(_THREADS_ENV, "").strip()
@@ -890,7 +930,7 @@ def get_threads():
             return _thread_count(int(env), _THREADS_ENV)
         except ValueError:
             raise InputError(f"{_THREADS_ENV} must be an integer >= 1, got {env!r}") from None
-    return numba.config.NUMBA_NUM_THREADS
+    return None
 
 
 _F64 = np.dtype(np.float64)
@@ -955,21 +995,30 @@ def _mutable(sig):
 
 def _launch(serial, threaded, threads, N, *args):
     """serial(*args) in the calling thread (a direct call), or threaded(*args, t) over t numba
-    threads when the batch of N states has MIN_STATES_PER_THREAD states for each. One
-    threaded launch at a time: a second Python thread meanwhile runs its batch serially (no
-    oversubscription; numba's workqueue layer also forbids concurrent launches). Returns
-    the kernel's result."""
+    threads when the batch of N states has MIN_STATES_PER_THREAD states for each (the
+    default count: only the CPUs idle now, see above). One threaded launch at a time: a
+    second Python thread meanwhile runs its batch serially (no oversubscription; numba's
+    workqueue layer also forbids concurrent launches). Returns the kernel's result."""
     if N < 2 * MIN_STATES_PER_THREAD:
         if threads is not None:
             _thread_count(threads, "threads")
         return _direct(serial, args)
-    t = get_threads() if threads is None else _thread_count(threads, "threads")
+    if threads is not None:
+        t = _thread_count(threads, "threads")
+    else:
+        t = _configured_threads()
+        if t is None:
+            cpus = numba.config.NUMBA_NUM_THREADS
+            end, last = _last_launch
+            spinning = last - 1 if time.monotonic() - end < OWN_SPIN_S else 0
+            t = idle_thread_count(cpus, running_tasks(), cpus, spinning)
     t = min(t, N // MIN_STATES_PER_THREAD, numba.config.NUMBA_NUM_THREADS)
     if t > 1 and _launch_lock.acquire(blocking=False):
         try:
             numba.set_num_threads(t)
             return threaded(*args, t)
         finally:
+            _last_launch[:] = time.monotonic(), t
             _launch_lock.release()
     return _direct(serial, args)
 

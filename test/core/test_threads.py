@@ -8,6 +8,8 @@ threaded batch is still reported by name.
 """
 from __future__ import annotations
 
+import math
+import time
 import warnings
 
 import numba
@@ -150,3 +152,68 @@ def test_nonfinite_state_in_a_threaded_batch_is_named(panda, states, threads):
     QD[5, 1] = 1e200
     with pytest.raises(NonFiniteResultError, match="state 5"):
         panda.coriolis_torques(Q, QD, threads=threads)
+
+
+def test_default_thread_count_uses_only_idle_cpus():
+    """Without an explicit count, a launch takes 1 + the CPUs nobody else runs on (the
+    calling thread is one of the running tasks, our spinning workers are not load);
+    unknown load: one thread."""
+    from manip_dynamics.core.model import idle_thread_count
+    assert idle_thread_count(2, 1, 2) == 2          # only this thread runs: both CPUs
+    assert idle_thread_count(2, 2, 2) == 1          # one other task: the other CPU is taken
+    assert idle_thread_count(4, 3, 8) == 4          # capped by the count wanted
+    assert idle_thread_count(8, 3, 8) == 6
+    assert idle_thread_count(2, 40, 2) == 1         # never below one
+    assert idle_thread_count(2, None, 2) == 1
+    # our own workers still spinning after the last launch are not load
+    assert idle_thread_count(2, 2, 2, own_workers=1) == 2
+    assert idle_thread_count(2, 3, 2, own_workers=1) == 1
+    assert idle_thread_count(2, 1, 2, own_workers=1) == 2       # (already asleep)
+
+
+def test_running_tasks_reads_proc_loadavg(tmp_path):
+    from manip_dynamics.core.model import running_tasks
+    f = tmp_path / "loadavg"
+    f.write_text("0.36 0.54 0.80 3/79 19166\n")
+    assert running_tasks(str(f)) == 3
+    f.write_text("garbage\n")
+    assert running_tasks(str(f)) is None
+    assert running_tasks(str(tmp_path / "missing")) is None
+    real = running_tasks()                 # this machine: Linux, this thread is running
+    assert real is None or real >= 1
+
+
+@pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="numba has one thread")
+def test_default_launch_is_serial_on_a_busy_machine(panda, states, monkeypatch):
+    """The default count follows the load read at each launch: every other CPU busy -> the
+    serial entry point; idle -> the threaded one; an explicit threads= is used as given.
+    The same bits either way."""
+    from manip_dynamics.core import kernels as K
+    Q, _ = states
+    monkeypatch.delenv("MANIP_DYNAMICS_THREADS", raising=False)
+    set_threads(None)
+    threaded = []
+    real = K.batch_gravity_threads
+
+    def spy(*args):
+        threaded.append(args[-1])
+        return real(*args)
+
+    monkeypatch.setattr(K, "batch_gravity_threads", spy)
+    ref = panda.gravity_torques(Q, threads=1)
+    cpus = numba.config.NUMBA_NUM_THREADS
+    t_all = min(cpus, N_STATES // MIN_STATES_PER_THREAD)
+    long_ago = [-math.inf, 1]
+    just_now = [time.monotonic() + 1.0, 2]      # a launch on 2 threads "has just ended"
+    for running, last, expected in ((cpus, long_ago, []),    # another task on a CPU
+                                    (1, long_ago, [t_all]),  # idle
+                                    (2, just_now, [t_all])):  # the other one: our worker
+        threaded.clear()
+        monkeypatch.setattr(model_module, "running_tasks", lambda: running)
+        monkeypatch.setattr(model_module, "_last_launch", list(last))
+        assert np.array_equal(panda.gravity_torques(Q), ref)
+        assert threaded == expected, (running, last)
+    threaded.clear()
+    monkeypatch.setattr(model_module, "running_tasks", lambda: 10 * cpus)
+    assert np.array_equal(panda.gravity_torques(Q, threads=2), ref)
+    assert threaded == [2]                  # explicit: not limited by the load
