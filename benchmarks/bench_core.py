@@ -30,8 +30,9 @@ the cores busy one such call was seen to take 16-24 ms (a batch of 400-1000 stat
 would exceed ``--max-gb`` are left out (say so in the table). Bounded: about 1-3 minutes
 on a 2-core machine with the defaults (``--batches 1,10,1000`` for a quick look).
 
-Threads: our batched calls (N >= 128) spread their states over numba threads (default: the
-CPUs; MANIP_DYNAMICS_THREADS=1 for one), the Pinocchio loop is one Python thread. The scaling
+Threads: our batched calls (N >= 512) spread their states over numba threads (default: the
+CPUs idle at the call; MANIP_DYNAMICS_THREADS=1 for one), the Pinocchio loop is one Python
+thread. The scaling
 table is measured ``--runs`` times (default 3) and printed as ranges over the runs; the
 ratio of a run compares two measurements of that same run.
 
