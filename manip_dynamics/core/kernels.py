@@ -196,8 +196,25 @@ def reduce_vector(bodies, tau_full, tau):
 
 
 @njit(**_JIT)
+def no_mimic_joints(bodies):
+    """G = I: body i moves with coordinate i (no mimic joint; n = nb)."""
+    for i in range(bodies.shape[0]):
+        if bodies[i].q_index != i or bodies[i].mimic_multiplier != 1.0:
+            return False
+    return True
+
+
+@njit(**_JIT)
 def reduce_matrix(bodies, X_full, X):
-    """X = G^T X_full G (M, C: (nb, nb) -> (n, n))."""
+    """X = G^T X_full G (M, C: (nb, nb) -> (n, n)). Without mimic joints a copy: the general
+    double loop reads both bodies' q_index and multiplier per entry (1.3 us of a 29-body M,
+    against 0.8 us for its CRBA)."""
+    nb = bodies.shape[0]
+    if no_mimic_joints(bodies):
+        for i in range(nb):
+            for j in range(nb):
+                X[i, j] = X_full[i, j]
+        return
     X[:, :] = 0.0
     for i in range(bodies.shape[0]):
         bi = bodies[i]
