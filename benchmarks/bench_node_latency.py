@@ -30,7 +30,10 @@ Per phase: latency p50 / p99 / max (ms), drops; ``lw``, the node's latest-wins s
 which the driver sees as drops); ``age99``, the p99 of the age of the
 newest reply received so far, sampled at every period (what a controller reading the
 latest output sees; in periods: a node that keeps up shows about 1, a node behind its
-queue shows the queue length); ``cpu/msg``, the server process's CPU time (utime + stime
+queue shows the queue length); ``lag99``, the p99 of how many states were published after
+the newest reply, sampled at every period (0-1: the node answers the newest state; a node
+behind its queue shows the queue length; unlike age99 it does not grow while the driver
+itself is stalled, as under ``--cpu-limit``, where driver and node share one quota); ``cpu/msg``, the server process's CPU time (utime + stime
 of /proc/PID/stat, all threads) per joint_states message; and the ratios node / floor of
 the same rate (the cpu/msg ratio does not depend on the machine). The load average
 before and after is printed with the table: on a shared machine, compare runs with
@@ -305,6 +308,9 @@ class Phase:
         self.latency_ns: dict[int, int] = {}
         self.age_ns: list[int] = []             # age of the newest reply, sampled per tick
         self.newest_sent_ns: int | None = None  # publish time of the newest reply's stamp
+        self.sequence: dict[int, int] = {}      # stamp ns -> how many were published before
+        self.lag: list[int] = []                # states newer than the newest reply, per tick
+        self.newest_sequence = -1               # sequence number of the newest reply
         self.pub = publisher
         self.JointState = JointState
         self.state = "idle"
@@ -403,6 +409,7 @@ class Phase:
             self.latency_ns[stamp] = t - sent
             if self.newest_sent_ns is None or sent > self.newest_sent_ns:
                 self.newest_sent_ns = sent
+                self.newest_sequence = self.sequence[stamp]
 
     def _publish(self, record: bool) -> None:
         stamp = self.node.get_clock().now().nanoseconds
@@ -415,6 +422,7 @@ class Phase:
             msg.effort = self.effort
         if record:
             self.sent[stamp] = time.perf_counter_ns()
+            self.sequence[stamp] = self.published
             self.published += 1
         self.pub.publish(msg)
 
@@ -442,6 +450,7 @@ class Phase:
                 return
             if self.newest_sent_ns is not None:
                 self.age_ns.append(time.perf_counter_ns() - self.newest_sent_ns)
+                self.lag.append(self.published - 1 - self.newest_sequence)
             self._publish(record=True)
         elif self.state == "grace" and age >= self.args.grace:
             self._enter("done")
@@ -460,6 +469,7 @@ class Phase:
             "p99": float(np.percentile(lat, 99)) if len(lat) else nan,
             "max": float(lat.max()) if len(lat) else nan,
             "age_p99_periods": float(np.percentile(ages, 99)) if len(ages) else nan,
+            "lag_p99_states": float(np.percentile(self.lag, 99)) if self.lag else nan,
             "cpu_per_msg_ms": cpu / n_sent * 1e3 if n_sent else nan,
             "achieved_rate": self.published / self.args.seconds,
             "latest_wins_skips": self.latest_wins_skips(),
@@ -671,18 +681,22 @@ def run_all(args, path, q, qd, names, phases, logdir) -> list[dict]:
 def print_results(results, header: str) -> None:
     print(header)
     print(f"{'phase':34s} {'rate':>5s} {'sent':>6s} {'recv':>6s} {'drop':>5s} {'lw':>5s} "
-          f"{'p50':>7s} {'p99':>7s} {'max':>7s} {'age99':>6s} {'cpu/msg':>8s} {'sent/s':>7s} "
-          f"{'mk/s':>5s}")
+          f"{'p50':>7s} {'p99':>7s} {'max':>7s} {'age99':>6s} {'lag99':>6s} {'cpu/msg':>8s} "
+          f"{'sent/s':>7s} {'mk/s':>5s}")
     for r in results:
         lw = r.get("latest_wins_skips")
         print(f"{r['label']:34s} {r['rate']:5.0f} {r['sent']:6d} {r['received']:6d} "
               f"{r['dropped']:5d} {'-' if lw is None else lw:>5} {r['p50']:7.3f} "
               f"{r['p99']:7.3f} {r['max']:7.2f} {r['age_p99_periods']:6.2f} "
+              f"{r.get('lag_p99_states', float('nan')):6.1f} "
               f"{r['cpu_per_msg_ms']:8.4f} {r['achieved_rate']:7.0f} {r['markers_per_s']:5.1f}")
     print("(latency p50/p99/max in ms, of the answered states; drop = states without a "
           "reply; lw = of those, the node's latest-wins skips from its /diagnostics (at "
           "most the measurement's: drop - lw bounds the middleware's drops from above); "
           "age99 = p99 of the age of the newest reply, sampled every period, in periods; "
+          "lag99 = p99 of the states published after the newest reply, sampled every period "
+          "(0-1: the newest state is answered; unlike age99 it does not grow while the driver "
+          "itself is stalled); "
           "cpu/msg = server process CPU (utime + stime, all threads) per joint_states "
           "message, ms; mk/s = ~/inertia_markers arrays received per second, the driver "
           "subscribing as RViz would)")
@@ -711,7 +725,8 @@ def print_results(results, header: str) -> None:
                 print(f"  shedding (no drop but latest-wins skips, age99 < 3 periods): "
                       f"{'MET' if fresh and r['dropped'] - lw <= 0 else 'NOT MET'} "
                       f"(drops beyond latest-wins <= {max(r['dropped'] - lw, 0)}, "
-                      f"age99 {r['age_p99_periods']:.2f})")
+                      f"age99 {r['age_p99_periods']:.2f}; lag99 "
+                      f"{r.get('lag_p99_states', float('nan')):.1f} states)")
 
 
 def main() -> int:
