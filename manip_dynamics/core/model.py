@@ -877,6 +877,7 @@ _threads_setting = [None]      # set_threads(); None: the environment, else numb
 _launch_lock = threading.Lock()
 _last_launch = [-math.inf, 1]  # (time.monotonic() at the end, thread count) of the last one
 _LOADAVG = "/proc/loadavg"
+_MACHINE_CPUS = os.cpu_count() or 1   # /proc/loadavg counts the tasks of the whole machine
 
 
 def running_tasks(path=_LOADAVG):
@@ -1008,10 +1009,10 @@ def _launch(serial, threaded, threads, N, *args):
     else:
         t = _configured_threads()
         if t is None:
-            cpus = numba.config.NUMBA_NUM_THREADS
             end, last = _last_launch
             spinning = last - 1 if time.monotonic() - end < OWN_SPIN_S else 0
-            t = idle_thread_count(cpus, running_tasks(), cpus, spinning)
+            t = idle_thread_count(numba.config.NUMBA_NUM_THREADS, running_tasks(),
+                                  _MACHINE_CPUS, spinning)
     t = min(t, N // MIN_STATES_PER_THREAD, numba.config.NUMBA_NUM_THREADS)
     if t > 1 and _launch_lock.acquire(blocking=False):
         try:

@@ -183,7 +183,8 @@ def test_running_tasks_reads_proc_loadavg(tmp_path):
     assert real is None or real >= 1
 
 
-@pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="numba has one thread")
+@pytest.mark.skipif(min(numba.config.NUMBA_NUM_THREADS, model_module._MACHINE_CPUS) < 2,
+                    reason="one CPU or numba has one thread")
 def test_default_launch_is_serial_on_a_busy_machine(panda, states, monkeypatch):
     """The default count follows the load read at each launch: every other CPU busy -> the
     serial entry point; idle -> the threaded one; an explicit threads= is used as given.
@@ -201,8 +202,8 @@ def test_default_launch_is_serial_on_a_busy_machine(panda, states, monkeypatch):
 
     monkeypatch.setattr(K, "batch_gravity_threads", spy)
     ref = panda.gravity_torques(Q, threads=1)
-    cpus = numba.config.NUMBA_NUM_THREADS
-    t_all = min(cpus, N_STATES // MIN_STATES_PER_THREAD)
+    cpus = model_module._MACHINE_CPUS
+    t_all = min(numba.config.NUMBA_NUM_THREADS, cpus, N_STATES // MIN_STATES_PER_THREAD)
     long_ago = [-math.inf, 1]
     just_now = [time.monotonic() + 1.0, 2]      # a launch on 2 threads "has just ended"
     for running, last, expected in ((cpus, long_ago, []),    # another task on a CPU
