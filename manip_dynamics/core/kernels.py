@@ -1129,6 +1129,32 @@ def task_space_inverse(M, J, L_M, Y, A):
 
 
 @njit(**_JIT)
+def inverse_from_cholesky(L, Z, X):
+    """X = (L L^T)^-1 = Z^T Z with Z = L^-1 (lower triangular, into Z; its upper part is not
+    used): row i of Z from the rows above it, Z[i, c] = -(sum_{c <= m < i} L[i, m] Z[m, c]) /
+    L[i, i], Z[i, i] = 1 / L[i, i]; then X[r, c] = sum_{i >= max(r, c)} Z[i, r] Z[i, c].
+    Exactly symmetric. The entries of a row of Z are independent of each other, so their
+    divisions overlap (k Cholesky solves against the unit vectors run k chains of dependent
+    divisions one after the other: 0.35 us of a 6x6, against about 0.1 us here)."""
+    k = L.shape[0]
+    for i in range(k):
+        d = L[i, i]
+        for c in range(i):
+            acc = 0.0
+            for m in range(c, i):
+                acc += L[i, m] * Z[m, c]
+            Z[i, c] = -acc / d
+        Z[i, i] = 1.0 / d
+    for r in range(k):
+        for c in range(r + 1):
+            acc = 0.0
+            for i in range(r, k):
+                acc += Z[i, r] * Z[i, c]
+            X[r, c] = acc
+            X[c, r] = acc
+
+
+@njit(**_JIT)
 def spectral_inverse(w, vec, damping, Lambda, e):
     """Lambda = V diag(e) V^T over the eigenpairs (w ascending, vec columns) of A:
     e_i = s_i / (s_i^2 + damping^2) if damping > 0 (damped inverse), else the
@@ -1170,7 +1196,7 @@ def lambda_with_damping(A, damping, damping_condition, want_vectors, L_A, Lambda
     LAPACK's eigh otherwise, into w_out, vec_out. singular = cond >
     SINGULAR_COND. Damping d > 0 applies to the states with cond > damping_condition:
     the damped inverse; a singular state without damping: the pseudo-inverse; every other
-    state: A^-1 by Cholesky solves.
+    state: A^-1 from its Cholesky factor (:func:`inverse_from_cholesky`).
     """
     k = A.shape[0]
     have_vectors = want_vectors
@@ -1185,11 +1211,7 @@ def lambda_with_damping(A, damping, damping_condition, want_vectors, L_A, Lambda
     singular = cond > SINGULAR_COND
     damped = damping > 0.0 and cond > damping_condition
     if not damped and not singular:
-        for c in range(k):
-            e[:] = 0.0
-            e[c] = 1.0
-            cho_solve(L_A, e)
-            Lambda[:, c] = e
+        inverse_from_cholesky(L_A, W, Lambda)      # (W is free again: scratch for L_A^-1)
         return cond, False
     if not have_vectors:                     # the spectral inverse needs the eigenvectors
         _eigh(A, w_out, vec_out)
