@@ -23,8 +23,8 @@ Threads: batched calls of gravity_torques, coriolis_torques, mass_matrix, jacobi
 compute_all spread their states over numba threads (prange) when the batch has at least
 ``MIN_STATES_PER_THREAD`` (256) states per thread; ``threads=`` on those calls, else
 :func:`set_threads`, else the environment variable ``MANIP_DYNAMICS_THREADS``, else
-the CPUs idle at the call (numba's thread count minus the other tasks running, from
-/proc/loadavg) sets how many. A state's result is the same bits whatever the thread count
+the CPUs idle at the call (the machine's CPUs minus the other tasks running, from
+/proc/loadavg; at most numba's thread count) sets how many. A state's result is the same bits whatever the thread count
 (each state runs the same code on its own scratch).
 
 First call: the numba kernels are compiled on first use (a few seconds each, once per
