@@ -623,52 +623,18 @@ def damped_inverse_gain(s, d):
 # additions (about 4 cycles each), which bounded a 29-joint Cholesky and its solves, not
 # the arithmetic. Same order on every machine (no fastmath): the same bits everywhere.
 @njit(**_DRIVER)
-def _dot_rows(A, i, B, j, m):
-    """sum_{k < m} A[i, k] B[j, k]."""
+def _dot(a, b, m):
+    """sum_{k < m} a[k] b[k] of two 1-D arrays (rows, columns or vectors)."""
     s0 = s1 = s2 = s3 = 0.0
     k = 0
     while k + 4 <= m:
-        s0 += A[i, k] * B[j, k]
-        s1 += A[i, k + 1] * B[j, k + 1]
-        s2 += A[i, k + 2] * B[j, k + 2]
-        s3 += A[i, k + 3] * B[j, k + 3]
+        s0 += a[k] * b[k]
+        s1 += a[k + 1] * b[k + 1]
+        s2 += a[k + 2] * b[k + 2]
+        s3 += a[k + 3] * b[k + 3]
         k += 4
     while k < m:
-        s0 += A[i, k] * B[j, k]
-        k += 1
-    return (s0 + s1) + (s2 + s3)
-
-
-@njit(**_DRIVER)
-def _dot_row_vector(A, i, b, lo, hi):
-    """sum_{lo <= k < hi} A[i, k] b[k]."""
-    s0 = s1 = s2 = s3 = 0.0
-    k = lo
-    while k + 4 <= hi:
-        s0 += A[i, k] * b[k]
-        s1 += A[i, k + 1] * b[k + 1]
-        s2 += A[i, k + 2] * b[k + 2]
-        s3 += A[i, k + 3] * b[k + 3]
-        k += 4
-    while k < hi:
-        s0 += A[i, k] * b[k]
-        k += 1
-    return (s0 + s1) + (s2 + s3)
-
-
-@njit(**_DRIVER)
-def _dot_column_vector(A, i, b, lo, hi):
-    """sum_{lo <= k < hi} A[k, i] b[k]."""
-    s0 = s1 = s2 = s3 = 0.0
-    k = lo
-    while k + 4 <= hi:
-        s0 += A[k, i] * b[k]
-        s1 += A[k + 1, i] * b[k + 1]
-        s2 += A[k + 2, i] * b[k + 2]
-        s3 += A[k + 3, i] * b[k + 3]
-        k += 4
-    while k < hi:
-        s0 += A[k, i] * b[k]
+        s0 += a[k] * b[k]
         k += 1
     return (s0 + s1) + (s2 + s3)
 
@@ -682,13 +648,13 @@ def cholesky(A, L):
     for i in range(n):
         scale = max(scale, abs(A[i, i]))
     for j in range(n):
-        d = A[j, j] - _dot_rows(L, j, L, j, j)
+        d = A[j, j] - _dot(L[j], L[j], j)
         if not (d > 1e-14 * scale) or scale == 0.0:
             return False
         d = np.sqrt(d)
         L[j, j] = d
         for i in range(j + 1, n):
-            L[i, j] = (A[i, j] - _dot_rows(L, i, L, j, j)) / d
+            L[i, j] = (A[i, j] - _dot(L[i], L[j], j)) / d
     return True
 
 
@@ -697,7 +663,7 @@ def solve_lower(L, b):
     """b <- L^-1 b."""
     n = L.shape[0]
     for i in range(n):
-        b[i] = (b[i] - _dot_row_vector(L, i, b, 0, i)) / L[i, i]
+        b[i] = (b[i] - _dot(L[i], b, i)) / L[i, i]
 
 
 @njit(**_JIT)
@@ -705,7 +671,7 @@ def solve_upper_t(L, b):
     """b <- L^-T b."""
     n = L.shape[0]
     for i in range(n - 1, -1, -1):
-        b[i] = (b[i] - _dot_column_vector(L, i, b, i + 1, n)) / L[i, i]
+        b[i] = (b[i] - _dot(L[i + 1:, i], b[i + 1:], n - i - 1)) / L[i, i]
 
 
 @njit(**_JIT)
@@ -1117,10 +1083,10 @@ def task_space_inverse(M, J, L_M, Y, A):
     for i in range(n):
         d = L_M[i, i]
         for r in range(k):
-            Y[r, i] = (J[r, i] - _dot_rows(Y, r, L_M, i, i)) / d
+            Y[r, i] = (J[r, i] - _dot(Y[r], L_M[i], i)) / d
     for r in range(k):
         for c in range(r + 1):
-            acc = _dot_rows(Y, r, Y, c, n)
+            acc = _dot(Y[r], Y[c], n)
             A[r, c] = acc
             A[c, r] = acc
     if not (all_finite(J) and all_finite(A)):
