@@ -32,9 +32,11 @@ newest reply received so far, sampled at every period (what a controller reading
 latest output sees; in periods: a node that keeps up shows about 1, a node behind its
 queue shows the queue length); ``lag99``, the p99 of how many states were published after
 the newest reply, sampled at every period (0-1: the node answers the newest state; a node
-behind its queue shows the queue length; unlike age99 it does not grow while the driver
-itself is stalled, as under ``--cpu-limit``, where driver and node share one quota); ``cpu/msg``, the server process's CPU time (utime + stime
-of /proc/PID/stat, all threads) per joint_states message; and the ratios node / floor of
+behind its queue shows the queue length; it counts states, not time: it does not grow
+while the driver itself is stalled, but it does while the server waits for CPU and the
+driver publishes, as under ``--cpu-limit``, where both share one quota);
+``cpu/msg``, the server process's CPU time (utime + stime of /proc/PID/stat, all threads)
+per joint_states message; and the ratios node / floor of
 the same rate (the cpu/msg ratio does not depend on the machine). The load average
 before and after is printed with the table: on a shared machine, compare runs with
 similar load only. ``--profile`` also profiles the node's joint_states callback in this
@@ -688,15 +690,15 @@ def print_results(results, header: str) -> None:
         print(f"{r['label']:34s} {r['rate']:5.0f} {r['sent']:6d} {r['received']:6d} "
               f"{r['dropped']:5d} {'-' if lw is None else lw:>5} {r['p50']:7.3f} "
               f"{r['p99']:7.3f} {r['max']:7.2f} {r['age_p99_periods']:6.2f} "
-              f"{r.get('lag_p99_states', float('nan')):6.1f} "
+              f"{r['lag_p99_states']:6.1f} "
               f"{r['cpu_per_msg_ms']:8.4f} {r['achieved_rate']:7.0f} {r['markers_per_s']:5.1f}")
     print("(latency p50/p99/max in ms, of the answered states; drop = states without a "
           "reply; lw = of those, the node's latest-wins skips from its /diagnostics (at "
           "most the measurement's: drop - lw bounds the middleware's drops from above); "
           "age99 = p99 of the age of the newest reply, sampled every period, in periods; "
           "lag99 = p99 of the states published after the newest reply, sampled every period "
-          "(0-1: the newest state is answered; unlike age99 it does not grow while the driver "
-          "itself is stalled); "
+          "(0-1: the newest state is answered; in states, not time: a stalled driver does "
+          "not add to it); "
           "cpu/msg = server process CPU (utime + stime, all threads) per joint_states "
           "message, ms; mk/s = ~/inertia_markers arrays received per second, the driver "
           "subscribing as RViz would)")
@@ -726,7 +728,7 @@ def print_results(results, header: str) -> None:
                       f"{'MET' if fresh and r['dropped'] - lw <= 0 else 'NOT MET'} "
                       f"(drops beyond latest-wins <= {max(r['dropped'] - lw, 0)}, "
                       f"age99 {r['age_p99_periods']:.2f}; lag99 "
-                      f"{r.get('lag_p99_states', float('nan')):.1f} states)")
+                      f"{r['lag_p99_states']:.1f} states)")
 
 
 def main() -> int:

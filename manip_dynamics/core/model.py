@@ -24,8 +24,8 @@ compute_all spread their states over numba threads (prange) when the batch has a
 ``MIN_STATES_PER_THREAD`` (256) states per thread; ``threads=`` on those calls, else
 :func:`set_threads`, else the environment variable ``MANIP_DYNAMICS_THREADS``, else
 the CPUs idle at the call (the machine's CPUs minus the other tasks running, from
-/proc/loadavg; at most numba's thread count) sets how many. A state's result is the same bits whatever the thread count
-(each state runs the same code on its own scratch).
+/proc/loadavg; at most numba's thread count) sets how many. A state's result is the same
+bits whatever the thread count (each state runs the same code on its own scratch).
 
 First call: the numba kernels are compiled on first use (a few seconds each, once per
 machine thanks to ``cache=True``); call :meth:`RobotModel.warm_up` at start-up to pay it
