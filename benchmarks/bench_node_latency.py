@@ -71,6 +71,7 @@ from __future__ import annotations
 import argparse
 import os
 import signal
+import struct
 import subprocess
 import sys
 import tempfile
@@ -85,6 +86,39 @@ os.environ.setdefault("ROS_DOMAIN_ID", str(os.getpid() % 100 + 101))
 import numpy as np  # noqa: E402
 
 ECHO_TOPIC = "joint_states_echo"
+
+# A serialised ROS 2 message is a 4-byte encapsulation header (byte 1: 1 = little-endian
+# CDR) and the fields in order; every message timed here starts with std_msgs/Header, so
+# header.stamp (int32 sec, uint32 nanosec) sits at bytes 4-11.
+STAMP = struct.Struct("<iI")
+STAMP_OFFSET = 4
+
+
+def stamp_ns(data: bytes) -> int:
+    """header.stamp in ns of a serialised message whose first field is a std_msgs/Header."""
+    if data[1] != 1:
+        raise ValueError("not a little-endian CDR message")
+    sec, nanosec = STAMP.unpack_from(data, STAMP_OFFSET)
+    return sec * 1_000_000_000 + nanosec
+
+
+class StampedWire:
+    """One serialised message whose header.stamp is rewritten in place for every publish:
+    the driver sends the same joint state each period with a new stamp, and building and
+    serialising a Python message every time would be the driver's largest cost (a C++
+    driver does not pay it). ``bytes_with_stamp(ns)`` -> the bytes to ``publish()``."""
+
+    def __init__(self, msg):
+        from rclpy.serialization import deserialize_message, serialize_message
+        self._buf = bytearray(serialize_message(msg))
+        probe = 1_234_567_890_123_456_789
+        check = deserialize_message(self.bytes_with_stamp(probe), type(msg))
+        if (check.header.stamp.sec, check.header.stamp.nanosec) != divmod(probe, 1_000_000_000):
+            raise RuntimeError("header.stamp is not at bytes 4-11 of the serialised message")
+
+    def bytes_with_stamp(self, ns: int) -> bytes:
+        STAMP.pack_into(self._buf, STAMP_OFFSET, *divmod(ns, 1_000_000_000))
+        return bytes(self._buf)
 
 
 def node_qos():
@@ -314,13 +348,17 @@ class Phase:
         self.lag: list[int] = []                # states newer than the newest reply, per tick
         self.newest_sequence = -1               # sequence number of the newest reply
         self.pub = publisher
-        self.JointState = JointState
+        template = JointState(name=self.names, position=self.q, velocity=self.qd)
+        if self.effort is not None:
+            template.effort = self.effort
+        self.wire = StampedWire(template)
         self.state = "idle"
         self.state_since = 0.0
         self.published = 0
         self.first_reply = False
         self.server_pid: int | None = None
         self.cpu = [None, None]                 # server CPU s at measure start, end
+        self.driver_cpu = [None, None]          # this process's CPU s at the same times
         # dynamics_node's /diagnostics: (receipt monotonic s, total latest-wins skips)
         self.diagnostics: list[tuple[float, int]] = []
         # and its GC reports: (receipt monotonic s, full collections, longest pause ms)
@@ -346,10 +384,12 @@ class Phase:
                                              ("coriolis_torques", JointState),
                                              ("gravity_command", Float64MultiArray))]
         self.done = Future()
-        # deep reliable queue on the measuring side: the driver must not be the one dropping
+        # deep reliable queue on the measuring side: the driver must not be the one dropping;
+        # raw: only the stamp is read (stamp_ns), the reply is not built as a Python message
         self.sub = node.create_subscription(reply_type, reply_topic, self._reply,
                                             QoSProfile(depth=1000,
-                                                       reliability=node_qos()[1].reliability))
+                                                       reliability=node_qos()[1].reliability),
+                                            raw=True)
 
     def start(self) -> None:
         self._enter("warmup")
@@ -395,17 +435,18 @@ class Phase:
         if state == "measure":
             self.measure_start = self.state_since
         if state in ("measure", "grace") and self.server_pid is not None:
+            self.driver_cpu[state == "grace"] = process_cpu_seconds(os.getpid())
             try:
                 self.cpu[state == "grace"] = process_cpu_seconds(self.server_pid)
             except OSError:
                 pass
 
-    def _reply(self, msg) -> None:
+    def _reply(self, data: bytes) -> None:
         t = time.perf_counter_ns()
         if self.state in ("idle", "done"):     # another phase's server on the same topic
             return
         self.first_reply = True
-        stamp = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
+        stamp = stamp_ns(data)
         sent = self.sent.get(stamp)
         if sent is not None and stamp not in self.latency_ns:
             self.latency_ns[stamp] = t - sent
@@ -415,18 +456,12 @@ class Phase:
 
     def _publish(self, record: bool) -> None:
         stamp = self.node.get_clock().now().nanoseconds
-        msg = self.JointState()
-        msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(stamp, 1_000_000_000)
-        msg.name = self.names
-        msg.position = self.q
-        msg.velocity = self.qd
-        if self.effort is not None:
-            msg.effort = self.effort
+        data = self.wire.bytes_with_stamp(stamp)
         if record:
             self.sent[stamp] = time.perf_counter_ns()
             self.sequence[stamp] = self.published
             self.published += 1
-        self.pub.publish(msg)
+        self.pub.publish(data)
 
     def tick(self) -> None:
         """Timer callback at ``rate`` Hz."""
@@ -464,6 +499,8 @@ class Phase:
         n_sent = len(self.sent)
         nan = float("nan")
         cpu = (self.cpu[1] - self.cpu[0] if None not in self.cpu else nan)
+        driver_cpu = (self.driver_cpu[1] - self.driver_cpu[0] if None not in self.driver_cpu
+                      else nan)
         return {
             "rate": self.rate, "sent": n_sent, "received": len(lat),
             "dropped": n_sent - len(lat),
@@ -473,6 +510,7 @@ class Phase:
             "age_p99_periods": float(np.percentile(ages, 99)) if len(ages) else nan,
             "lag_p99_states": float(np.percentile(self.lag, 99)) if self.lag else nan,
             "cpu_per_msg_ms": cpu / n_sent * 1e3 if n_sent else nan,
+            "driver_cpu_per_msg_ms": driver_cpu / n_sent * 1e3 if n_sent else nan,
             "achieved_rate": self.published / self.args.seconds,
             "latest_wins_skips": self.latest_wins_skips(),
             "markers_per_s": self.markers_received / self.args.seconds,
@@ -684,14 +722,15 @@ def print_results(results, header: str) -> None:
     print(header)
     print(f"{'phase':34s} {'rate':>5s} {'sent':>6s} {'recv':>6s} {'drop':>5s} {'lw':>5s} "
           f"{'p50':>7s} {'p99':>7s} {'max':>7s} {'age99':>6s} {'lag99':>6s} {'cpu/msg':>8s} "
-          f"{'sent/s':>7s} {'mk/s':>5s}")
+          f"{'drv/msg':>8s} {'sent/s':>7s} {'mk/s':>5s}")
     for r in results:
         lw = r.get("latest_wins_skips")
         print(f"{r['label']:34s} {r['rate']:5.0f} {r['sent']:6d} {r['received']:6d} "
               f"{r['dropped']:5d} {'-' if lw is None else lw:>5} {r['p50']:7.3f} "
               f"{r['p99']:7.3f} {r['max']:7.2f} {r['age_p99_periods']:6.2f} "
               f"{r['lag_p99_states']:6.1f} "
-              f"{r['cpu_per_msg_ms']:8.4f} {r['achieved_rate']:7.0f} {r['markers_per_s']:5.1f}")
+              f"{r['cpu_per_msg_ms']:8.4f} {r['driver_cpu_per_msg_ms']:8.4f} "
+              f"{r['achieved_rate']:7.0f} {r['markers_per_s']:5.1f}")
     print("(latency p50/p99/max in ms, of the answered states; drop = states without a "
           "reply; lw = of those, the node's latest-wins skips from its /diagnostics (at "
           "most the measurement's: drop - lw bounds the middleware's drops from above); "
@@ -700,7 +739,8 @@ def print_results(results, header: str) -> None:
           "(0-1: the newest state is answered; in states, not time: a stalled driver does "
           "not add to it); "
           "cpu/msg = server process CPU (utime + stime, all threads) per joint_states "
-          "message, ms; mk/s = ~/inertia_markers arrays received per second, the driver "
+          "message, ms; drv/msg = the same for this driver process (under --cpu-limit it "
+          "shares the quota); mk/s = ~/inertia_markers arrays received per second, the driver "
           "subscribing as RViz would)")
     for rate in sorted({r["rate"] for r in results}):
         same = [r for r in results if r["rate"] == rate]

@@ -11,10 +11,14 @@ serves every joint_states message until the next change:
   ``explain(msg)`` turns a core ``InputError`` back into the message's own words (which
   joint, which field).
 * ``publish(header, q, qd, g, terms, now)`` fills and publishes the enabled outputs that
-  someone subscribes to and that are due: the message objects (name lists, frame ids, tip frame) are built once, only the
-  stamp and the float64 arrays change per state. A publisher serialises the message inside
-  ``publish()``, so reusing the object for the next state is safe; the joint_states
-  callback runs one at a time (its own mutually exclusive callback group).
+  someone subscribes to and that are due. Each output is laid out once, serialised
+  (:mod:`manip_dynamics.nodes.wire`: names, frame ids, tip frame and array lengths fixed),
+  and per state only its stamp and float64 values are rewritten in those bytes, which are
+  published as they are: no Python message is built or serialised per state. The layouts
+  are checked once against rclpy's deserialisation of the same message built field by
+  field (``_fill_*``); should a middleware read them differently, the messages themselves
+  are published (``raw`` False). The joint_states callback runs one at a time (its own
+  mutually exclusive callback group), so the reused buffers are never shared.
 
 Per-output switches and rate limits are the parameters ``outputs.<name>.enabled`` and
 ``outputs.<name>.rate`` (Hz, 0 = every state) of :mod:`manip_dynamics.rules.dynamics_parameters`;
@@ -23,6 +27,7 @@ Per-output switches and rate limits are the parameters ``outputs.<name>.enabled`
 from __future__ import annotations
 
 import array
+from types import SimpleNamespace
 from typing import Any, Mapping, Optional
 
 import numpy as np
@@ -30,6 +35,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, Header
 
 from manip_dynamics.core.errors import InputError
+from manip_dynamics.nodes import wire
 from manip_dynamics.rules.snapshot import Snapshot
 from manip_dynamics_interfaces.msg import Dynamics
 
@@ -39,6 +45,7 @@ PER_STATE = ("dynamics", "gravity_torques", "gravity_command", "coriolis_torques
 MARKERS = "inertia_markers"
 OUTPUT_NAMES = PER_STATE + (MARKERS,)
 NAME_CACHE_SIZE = 16    # distinct joint name lists remembered (a driver sends one or two)
+FRAME_CACHE_SIZE = 8    # JointState output layouts (input frame_id, with velocity) kept
 
 
 def f64(a) -> array.array:
@@ -108,6 +115,10 @@ class StateOutputs:
         self._dynamics = Dynamics(header=Header(frame_id=model.root_link), joint_names=names,
                                   tip_frame=snapshot.tip_frame)
         self._empty = array.array("d")
+        self._dynamics_wire = wire.DynamicsWire(names, model.root_link, snapshot.tip_frame)
+        self._command_wire = wire.Float64ArrayWire(len(self._command_index))
+        self._joint_state_wires: dict[tuple[str, bool], wire.JointStateWire] = {}
+        self.raw = self._wires_match()
 
     # ------------------------------------------------------------------ input
 
@@ -168,6 +179,24 @@ class StateOutputs:
         """Publish the enabled, subscribed, due outputs of one state (``qd`` and ``terms``
         None for a position-only state: ~/dynamics and ~/coriolis_torques are then not
         published). ``header`` is the input's; ``now`` monotonic seconds (rate limits)."""
+        joint_state = self._joint_state_wire(header.frame_id, qd) if self.raw else None
+        if not self.raw:
+            self._publish_messages(header, q, qd, g, terms, now)
+            return
+        due, pub = self._due, self._pub
+        if terms is not None and due("dynamics", now):
+            cond, near = self._condition(terms)
+            pub["dynamics"].publish(self._dynamics_wire.fill(header.stamp, q, qd, g, terms,
+                                                             cond, near))
+        if due("gravity_torques", now):
+            pub["gravity_torques"].publish(joint_state.fill(header.stamp, q, qd, g))
+        if due("gravity_command", now):
+            pub["gravity_command"].publish(self._command_wire.fill(g[self._command_index]))
+        if terms is not None and due("coriolis_torques", now):
+            pub["coriolis_torques"].publish(joint_state.fill(header.stamp, q, qd, terms.c))
+
+    def _publish_messages(self, header: Header, q, qd, g, terms, now: float) -> None:
+        """``publish`` with Python messages (a middleware that reads the layouts otherwise)."""
         due, pub = self._due, self._pub
         if terms is not None and due("dynamics", now):
             pub["dynamics"].publish(self._fill_dynamics(header, q, qd, g, terms))
@@ -181,6 +210,59 @@ class StateOutputs:
             pub["coriolis_torques"].publish(self._fill_joint_state(self._coriolis, header, q,
                                                                    qd, terms.c))
 
+    # ------------------------------------------------------------------ serialised layouts
+
+    def _joint_state_wire(self, frame_id: str, qd) -> wire.JointStateWire:
+        """The JointState layout for outputs of an input with this frame_id (copied to
+        the outputs' headers) and with / without velocities; built and checked on first
+        use (``raw`` turns False if it does not read back)."""
+        key = (frame_id, qd is not None)
+        layout = self._joint_state_wires.get(key)
+        if layout is None:
+            layout = wire.JointStateWire(self._gravity.name, frame_id, qd is not None)
+            if len(self._joint_state_wires) >= FRAME_CACHE_SIZE:
+                self._joint_state_wires.clear()
+            self._joint_state_wires[key] = layout
+            self.raw = self.raw and self._joint_state_matches(layout, frame_id, qd is not None)
+        return layout
+
+    def _probe(self):
+        """A made-up state for the layout checks: (header, q, qd, g, terms) with distinct
+        values in every entry, a stamp with both fields set."""
+        n = self._n
+        values = iter(np.sin(np.arange(1.0, 2.0 + 4 * n + n * n + 6 * n + 72)) * 7.3)
+
+        def take(*shape):
+            return np.array([next(values) for _ in range(int(np.prod(shape)))]).reshape(shape)
+
+        header = Header()
+        header.stamp.sec, header.stamp.nanosec = 1_700_000_123, 987_654_321
+        terms = SimpleNamespace(c=take(n), M=take(n, n), J=take(6, n), Lambda=take(6, 6),
+                                A=take(6, 6), condition_number=1234.5, singular=False)
+        return header, take(n), take(n), take(n), terms
+
+    def _joint_state_matches(self, layout, frame_id: str, with_velocity: bool) -> bool:
+        header, q, qd, g, _ = self._probe()
+        header.frame_id = frame_id
+        qd = qd if with_velocity else None
+        expected = self._fill_joint_state(JointState(name=self._gravity.name), header, q, qd, g)
+        return wire.matches(layout.fill(header.stamp, q, qd, g), expected)
+
+    def _wires_match(self) -> bool:
+        """The Dynamics and Float64MultiArray layouts read back as the messages built
+        field by field; so do the JointState layouts of an input without a frame_id."""
+        header, q, qd, g, terms = self._probe()
+        cond, near = self._condition(terms)
+        dynamics = wire.matches(self._dynamics_wire.fill(header.stamp, q, qd, g, terms, cond,
+                                                         near),
+                                self._fill_dynamics(header, q, qd, g, terms))
+        command = wire.matches(self._command_wire.fill(g[self._command_index]),
+                               Float64MultiArray(data=f64(g[self._command_index])))
+        self.raw = dynamics and command
+        for with_velocity in (True, False):
+            self._joint_state_wire("", qd if with_velocity else None)
+        return self.raw
+
     def _fill_joint_state(self, msg: JointState, header: Header, q, qd, effort) -> JointState:
         msg.header.stamp = header.stamp
         msg.header.frame_id = header.frame_id
@@ -189,9 +271,14 @@ class StateOutputs:
         msg.effort = f64(effort)
         return msg
 
+    def _condition(self, terms) -> tuple[float, bool]:
+        """(condition number, near_singular) of ~/dynamics for the core's terms."""
+        cond = float(terms.condition_number)
+        return cond, bool(terms.singular) or cond > self.snapshot.singular_condition
+
     def _fill_dynamics(self, header: Header, q, qd, g, terms) -> Dynamics:
         msg = self._dynamics
-        cond = float(terms.condition_number)
+        cond, near = self._condition(terms)
         msg.header.stamp = header.stamp
         msg.position, msg.velocity = f64(q), f64(qd)
         msg.gravity, msg.coriolis = f64(g), f64(terms.c)
@@ -200,5 +287,5 @@ class StateOutputs:
         msg.effective_inertia = f64(terms.Lambda)
         msg.inverse_effective_inertia = f64(terms.A)
         msg.condition_number = cond
-        msg.near_singular = bool(terms.singular) or cond > self.snapshot.singular_condition
+        msg.near_singular = near
         return msg
