@@ -96,6 +96,7 @@ class DynamicsNode(Node):
         self._latest: Optional[tuple] = None     # (outputs, header, q) of the newest state
         self._marker_sent: Optional[tuple] = None  # the _latest the last markers were built from
         self._marker_builder: Optional[markers.InertiaMarkers] = None  # reused per snapshot
+        self._marker_ready: Optional[tuple] = None  # (outputs, MarkerArray) built, not sent
         self._marker_schedule = MarkerSchedule()    # updates in the gap after a state
         self._stats = NodeStats(time.monotonic(), time.process_time())
         self._gc = gc_pauses.GcPauses()       # collections and pauses, for /diagnostics
@@ -332,8 +333,12 @@ class DynamicsNode(Node):
             stats.skipped("latest-wins", n_skipped)
         for state in batch:
             self._compute_one(state, stats)
-        if self._marker_schedule.after_state():    # in the gap before the next state
-            self._update_markers()
+        # in the gap before the next state: a marker update is split over two gaps (build
+        # after one state, publish after the next), each shorter than the whole
+        if self._marker_ready is not None:
+            self._send_markers()
+        elif self._marker_schedule.after_state():
+            self._build_markers()
 
     def _compute_one(self, msg: JointState, stats) -> None:
         t0 = time.perf_counter()
@@ -406,14 +411,34 @@ class DynamicsNode(Node):
     # ------------------------------------------------------------------ timers
 
     def _on_marker_timer(self) -> None:
-        """Makes a marker update due: it runs after the next computed state, or at the next
-        tick if no state comes (manip_dynamics.rules.marker_schedule says why)."""
+        """Makes a marker update due: it is built after the next computed state and
+        published after the one after it, or both at the next tick if no state comes
+        (manip_dynamics.rules.marker_schedule says why)."""
+        if self._marker_ready is not None:
+            self._send_markers()
         if self._marker_schedule.on_timer():
-            self._update_markers()
+            self._build_markers()
+            self._send_markers()
 
-    def _update_markers(self) -> None:
-        """~/inertia_markers from the newest computed state, at most once per state, only
-        while someone subscribes. A marker failure costs only the markers."""
+    def _send_markers(self) -> None:
+        """Publish the MarkerArray ``_build_markers`` filled, unless the model or the marker
+        options changed since (their DELETEALL is not followed by old markers)."""
+        ready, self._marker_ready = self._marker_ready, None
+        if ready is None:
+            return
+        outputs, array = ready
+        try:
+            with self._marker_lock:
+                if self._outputs is outputs:
+                    self._markers_pub.publish(array)
+        except Exception:
+            self._throttled("error", "markers", "~/inertia_markers not published:\n"
+                            + traceback.format_exc())
+
+    def _build_markers(self) -> None:
+        """Fill ~/inertia_markers (for ``_send_markers``) from the newest computed state, at
+        most once per state, only while someone subscribes. A marker failure costs only
+        the markers."""
         latest = self._latest
         if (latest is None or latest is self._marker_sent
                 or not latest[0].snapshot.markers.enabled
@@ -427,7 +452,7 @@ class DynamicsNode(Node):
                     builder = self._marker_builder
                     if builder is None or builder.snapshot is not snapshot:
                         builder = self._marker_builder = markers.InertiaMarkers(snapshot)
-                    self._markers_pub.publish(builder.update(
+                    self._marker_ready = (outputs, builder.update(
                         q, Header(stamp=in_header.stamp, frame_id=snapshot.model.root_link)))
                     self._marker_sent = latest
         except (ManipDynamicsError, markers.MarkerError) as exc:   # e.g. overflowing q
