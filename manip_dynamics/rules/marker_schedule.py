@@ -5,9 +5,11 @@ A MarkerArray costs several joint_states callbacks (in-process about 0.16 ms to 
 whatever state arrived meanwhile, and with 10 updates per second at 1 kHz those delayed
 states were exactly the p99 of the node's latency (docs/realtime.md). The timer now only
 makes an update *due*; while states stream in, the update runs right after the next state's
-outputs are published, the moment the next state is furthest away. Without a state for a
-whole timer period the update runs at the next tick (so the last state of a stream still
-gets its markers, one to two periods late).
+outputs are published, the moment the next state is furthest away (the node splits it: the
+array is built in that gap and published in the gap after the following state, so neither
+half delays a state as long as the whole did). Without a state for a whole timer period
+the update runs at the next tick (so the last state of a stream still gets its markers,
+one to two periods late).
 """
 from __future__ import annotations
 
