@@ -64,6 +64,14 @@ class CdrWriter:
         for item in items:
             self.string(item)
 
+    def header_and_names(self, frame_id: str, names: Sequence[str]) -> int:
+        """std_msgs/Header (zero stamp, ``frame_id``) then a string[] of ``names``, the
+        start of JointState and Dynamics; -> the stamp's offset."""
+        offset = self.stamp()
+        self.string(frame_id)
+        self.strings(names)
+        return offset
+
     def float64s(self, count: int) -> int:
         """A float64[] of ``count`` zeros; -> the offset of its first value."""
         self.uint32(count)
@@ -114,9 +122,7 @@ class JointStateWire:
     def __init__(self, names: Sequence[str], frame_id: str, with_velocity: bool):
         n = len(names)
         w = CdrWriter()
-        self._stamp = w.stamp()
-        w.string(frame_id)
-        w.strings(names)
+        self._stamp = w.header_and_names(frame_id, names)
         position = w.float64s(n)
         velocity = w.float64s(n if with_velocity else 0)
         effort = w.float64s(n)
@@ -165,9 +171,7 @@ class DynamicsWire:
     def __init__(self, names: Sequence[str], frame_id: str, tip_frame: str):
         n = len(names)
         w = CdrWriter()
-        self._stamp = w.stamp()
-        w.string(frame_id)
-        w.strings(names)
+        self._stamp = w.header_and_names(frame_id, names)
         vectors = [w.float64s(n) for _ in range(4)]
         mass_matrix = w.float64s(n * n)
         w.string(tip_frame)
