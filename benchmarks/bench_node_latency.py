@@ -5,7 +5,9 @@ every output is produced) at ``--rate`` Hz (``--sweep``: 500, 1000 and 2000 Hz) 
 ``joint_states`` for the embedded 7-DOF arm (``--robot panda``, default) or
 example-robot-data's 29-DOF Unitree G1 humanoid with a fixed base (``--robot g1``), and
 measures, per message, the time from ``publish()`` to the receipt of the matching reply
-(matched by header stamp):
+(matched by header stamp). The driver costs as little as it can in Python, as a C++ driver
+would: it publishes one pre-serialised message with the stamp rewritten in place
+(``StampedWire``) and takes the reply raw, reading only its stamp (``stamp_ns``).
 
 * floor: an echo node in its own process (this file with ``--echo``) that republishes
   each joint_states message on ``joint_states_echo``, with the dynamics node's QoS
@@ -36,7 +38,8 @@ behind its queue shows the queue length; it counts states, not time: it does not
 while the driver itself is stalled, but it does while the server waits for CPU and the
 driver publishes, as under ``--cpu-limit``, where both share one quota);
 ``cpu/msg``, the server process's CPU time (utime + stime of /proc/PID/stat, all threads)
-per joint_states message; and the ratios node / floor of
+per joint_states message (``drv/msg``: the same for the driver, which shares a
+``--cpu-limit`` quota with the server); and the ratios node / floor of
 the same rate (the cpu/msg ratio does not depend on the machine). The load average
 before and after is printed with the table: on a shared machine, compare runs with
 similar load only. ``--profile`` also profiles the node's joint_states callback in this
