@@ -108,6 +108,7 @@ def excite(rec, trajectory, out_dir, log_dir):
     rec.set_parameters(rec.sim_params, {'paused': True, 'initial_positions': q0,
                                         **_friction(True)})
     bag = out_dir / 'run.mcap'
+    bag.unlink(missing_ok=True)           # the recorder creates it at its first message
     recorder = _start('manip_dynamics.nodes.recorder',
                       {'output': str(bag), 'overwrite': 'true', 'reliability': 'reliable'},
                       log_dir, 'recorder')
@@ -115,7 +116,11 @@ def excite(rec, trajectory, out_dir, log_dir):
              'the recorder subscription')
     from std_srvs.srv import Trigger
     stop_client = rec.node.create_client(Trigger, 'recorder/stop')   # early: see rec.call
-    time.sleep(1.0)                       # let the recorder's side of discovery finish too
+    # The graph shows the recorder's subscription before the simulator's publisher has
+    # matched it (CI: a loaded machine lost the first 1.4 s of the excitation): wait for
+    # the recorder's first message (the paused simulator keeps publishing), then a little.
+    rec.wait(bag.exists, 60.0, "the recorder's first joint_states message")
+    time.sleep(0.5)
     with rec.lock:
         start = len(rec.joint_states)
     rec.phase = 'excitation'
