@@ -5,8 +5,8 @@ every output is produced) at ``--rate`` Hz (``--sweep``: 500, 1000 and 2000 Hz) 
 ``joint_states`` for the embedded 7-DOF arm (``--robot panda``, default) or
 example-robot-data's 29-DOF Unitree G1 humanoid with a fixed base (``--robot g1``), and
 measures, per message, the time from ``publish()`` to the receipt of the matching reply
-(matched by header stamp). The driver costs as little as it can in Python, as a C++ driver
-would: it publishes one pre-serialised message with the stamp rewritten in place
+(matched by header stamp). Like a C++ driver, it builds and serialises no Python message
+per period: it publishes one pre-serialised message with the stamp rewritten in place
 (``StampedWire``) and takes the reply raw, reading only its stamp (``stamp_ns``).
 
 * floor: an echo node in its own process (this file with ``--echo``) that republishes
@@ -74,7 +74,6 @@ from __future__ import annotations
 import argparse
 import os
 import signal
-import struct
 import subprocess
 import sys
 import tempfile
@@ -91,10 +90,10 @@ import numpy as np  # noqa: E402
 ECHO_TOPIC = "joint_states_echo"
 
 # A serialised ROS 2 message is a 4-byte encapsulation header (byte 1: 1 = little-endian
-# CDR) and the fields in order; every message timed here starts with std_msgs/Header, so
-# header.stamp (int32 sec, uint32 nanosec) sits at bytes 4-11.
-STAMP = struct.Struct("<iI")
-STAMP_OFFSET = 4
+# CDR) and the fields in order (manip_dynamics/nodes/wire.py); every message timed here
+# starts with std_msgs/Header, so header.stamp (int32 sec, uint32 nanosec) is at bytes 4-11.
+from manip_dynamics.nodes.wire import HEADER_STAMP_OFFSET as STAMP_OFFSET  # noqa: E402
+from manip_dynamics.nodes.wire import STAMP  # noqa: E402
 
 
 def stamp_ns(data: bytes) -> int:

@@ -27,7 +27,9 @@ import numpy as np
 
 ENCAPSULATION = b"\x00\x01\x00\x00"       # CDR, little-endian, no options
 _U32 = struct.Struct("<I")
-_STAMP = struct.Struct("<iI")              # builtin_interfaces/Time: int32 sec, uint32 nanosec
+STAMP = struct.Struct("<iI")               # builtin_interfaces/Time: int32 sec, uint32 nanosec
+# where header.stamp sits in a message whose first field is a std_msgs/Header
+HEADER_STAMP_OFFSET = len(ENCAPSULATION)
 _F64 = np.dtype("<f8")
 
 
@@ -51,7 +53,7 @@ class CdrWriter:
         """builtin_interfaces/Time, zero; -> its offset (for :func:`write_stamp`)."""
         self._align(4)
         offset = len(self.buf)
-        self.buf += _STAMP.pack(0, 0)
+        self.buf += STAMP.pack(0, 0)
         return offset
 
     def string(self, text: str) -> None:
@@ -100,7 +102,7 @@ class CdrWriter:
 
 def write_stamp(buf: bytearray, offset: int, stamp) -> None:
     """Write a builtin_interfaces/Time (``stamp.sec``, ``stamp.nanosec``) at ``offset``."""
-    _STAMP.pack_into(buf, offset, stamp.sec, stamp.nanosec)
+    STAMP.pack_into(buf, offset, stamp.sec, stamp.nanosec)
 
 
 def matches(data: bytes, expected) -> bool:
