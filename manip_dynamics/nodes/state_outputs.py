@@ -230,16 +230,17 @@ class StateOutputs:
         """A made-up state for the layout checks: (header, q, qd, g, terms) with distinct
         values in every entry, a stamp with both fields set."""
         n = self._n
-        values = iter(np.sin(np.arange(1.0, 2.0 + 4 * n + n * n + 6 * n + 72)) * 7.3)
-
-        def take(*shape):
-            return np.array([next(values) for _ in range(int(np.prod(shape)))]).reshape(shape)
-
+        shapes = [(n,), (n,), (n,), (n,), (n, n), (6, n), (6, 6), (6, 6)]
+        sizes = [int(np.prod(shape)) for shape in shapes]
+        values = np.sin(np.arange(1.0, 1.0 + sum(sizes))) * 7.3
+        q, qd, g, c, M, J, Lambda, A = (
+            part.reshape(shape)
+            for part, shape in zip(np.split(values, np.cumsum(sizes)[:-1]), shapes))
         header = Header()
         header.stamp.sec, header.stamp.nanosec = 1_700_000_123, 987_654_321
-        terms = SimpleNamespace(c=take(n), M=take(n, n), J=take(6, n), Lambda=take(6, 6),
-                                A=take(6, 6), condition_number=1234.5, singular=False)
-        return header, take(n), take(n), take(n), terms
+        terms = SimpleNamespace(c=c, M=M, J=J, Lambda=Lambda, A=A, condition_number=1234.5,
+                                singular=False)
+        return header, q, qd, g, terms
 
     def _joint_state_matches(self, layout, frame_id: str, with_velocity: bool) -> bool:
         header, q, qd, g, _ = self._probe()
