@@ -219,9 +219,9 @@ def latest_wins_total(client, before: int, expected: int) -> int:
     def reached():
         with client.lock:
             totals = [total_skipped(s, "latest-wins") for _, s in client.diagnostics]
-        return bool(totals) and totals[-1] - before >= expected and totals[-1]
+        return [totals[-1] - before] if totals and totals[-1] - before >= expected else None
     try:
-        return ros_utils.wait_for(reached, timeout=10.0) - before
+        return ros_utils.wait_for(reached, timeout=10.0)[0]
     except TimeoutError:
         with client.lock:
             last = client.diagnostics[-1][1] if client.diagnostics else None
