@@ -181,6 +181,14 @@ class Probe:
         return {n: Parameter.from_parameter_msg(ParameterMsg(name=n, value=v)).value
                 for n, v in zip(names, res.values)}
 
+    def wait_up(self, timeout=90.0):
+        """Until the node subscribes to joint_states (created last: its services and model
+        are ready by then); generous, a node starting on a busy machine is slow."""
+        def up():
+            ros_utils.assert_running(self.proc)
+            return self.joint_states.get_subscription_count() >= 1
+        ros_utils.wait_for(up, timeout=timeout, interval=0.1)
+
     # ---- log
     def log(self, tail=None) -> str:
         return ros_utils.read_log(self.proc, tail=tail)
@@ -231,7 +239,7 @@ def arms(module_ros_node, tmp_path_factory):
 
 @pytest.fixture
 def left(arms):
-    ros_utils.assert_running(arms["left"].proc)
+    arms["left"].wait_up()
     return arms["left"]
 
 
@@ -240,7 +248,7 @@ def right(arms):
     """/right in a known state whatever ran before: the description parameters and the
     parameters the tests change at their defaults, the planar 2R from the TOPIC."""
     probe = arms["right"]
-    ros_utils.assert_running(probe.proc)
+    probe.wait_up()
     result = probe.set_atomically(
         param_msg("urdf_file", ""), param_msg("robot_description", ""),
         param_msg("tip_link", ""),
@@ -256,7 +264,7 @@ def right(arms):
 def bare(arms):
     """/bare: started with no robot description, and never given one but by the test
     that needs a node without a model."""
-    ros_utils.assert_running(arms["bare"].proc)
+    arms["bare"].wait_up()
     return arms["bare"]
 
 
@@ -672,8 +680,6 @@ def test_robot_description_parameter_takes_precedence_over_the_file(left):
 def test_no_model_yet_then_description_from_the_topic(bare):
     # No description yet: messages are skipped, and the log says why.
     mark = bare.log_mark()
-    ros_utils.wait_for(lambda: bare.joint_states.get_subscription_count() >= 1,
-                       timeout=60.0)                  # (its start-up, on a busy machine)
     bare.send(*PLANAR_GOOD)
     bare.wait_log("no robot model yet", since=mark)
     assert bare.log_since(mark).count("joint_states message skipped: no robot model yet")
