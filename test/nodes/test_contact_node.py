@@ -459,3 +459,36 @@ def test_observer_markers_rate_bounds_contact_markers(probe):
     after = [s for s in stamps if s > entered]
     assert len(after) >= 8
     assert sum(s in drawn for s in after) >= len(after) - 1, (len(after), drawn)
+
+
+def test_observer_max_gap_sets_what_a_gap_is(probe):
+    """A 0.2 s step: a gap with the default observer.max_gap 0.05 s (bridged: r held, the
+    first test above), integrated with 0.5 s: r on the closed form across it (exact for
+    any step under a constant tau_ext), no gap logged."""
+    with observer_parameters(probe, ("observer.max_gap", 0.5)):
+        t0 = restart(probe)
+        for _ in range(3):
+            probe.state(G - TAU_EXT)
+        mark = len(ros_utils.read_log(probe.proc))
+        long_step = probe.state(G - TAU_EXT, dt=0.2)
+        r = np.array(probe.wait("external_torques", long_step).effort)
+        np.testing.assert_allclose(r, first_order((long_step - t0) * 1e-9), rtol=0,
+                                   atol=1e-8)
+        assert np.abs(r - first_order(3 * PERIOD)).max() > 0.1       # not held
+    assert "gap" not in ros_utils.read_log(probe.proc)[mark:]
+
+
+def test_observer_force_scale_sets_the_arrow_length(probe):
+    """observer.force_scale 0.05 m/N: the ~/contact_markers arrow runs from the tip's
+    origin (Pinocchio) along 0.05 x the published force (entering contact draws at once)."""
+    with observer_parameters(probe, ("observer.force_scale", 0.05)):
+        restart(probe)
+        stamps = [probe.state(G - TAU_EXT) for _ in range(10)]
+        entered = next(s for s in stamps if probe.wait("contact", s).in_contact)
+        ros_utils.wait_for(lambda: probe.markers.get(entered), timeout=10.0)
+        arrow = probe.markers[entered].markers[0]
+        w = probe.wait("external_wrench", entered).wrench.force
+    start, end = (np.array([p.x, p.y, p.z]) for p in arrow.points)
+    np.testing.assert_allclose(start, ORIGINS["panda_link8"], atol=1e-9)
+    np.testing.assert_allclose(end - start, 0.05 * np.array([w.x, w.y, w.z]), atol=1e-9)
+    assert np.linalg.norm(end - start) > 0.05
