@@ -55,14 +55,14 @@ def import_extra(name, needed_by):
     :data:`EXTRAS`. If that package is not installed: MissingExtraError, one line,
     ``<needed_by> needs <package>, which is not installed: pip install "manip_dynamics[<extra>]"``.
 
-    A ModuleNotFoundError for another module (a broken installation of the package
-    itself) propagates unchanged."""
+    A ModuleNotFoundError for any other module (a submodule or a dependency missing from an
+    installed package: a broken installation) propagates unchanged."""
     top = name.partition(".")[0]
     EXTRAS[top]                      # (KeyError: not an optional package)
     try:
         return importlib.import_module(name)
     except ModuleNotFoundError as exc:
-        if (exc.name or "").partition(".")[0] != top:
+        if exc.name != top:          # a module missing inside an installed package
             raise
         raise missing_extra(needed_by, top) from None
 
