@@ -31,9 +31,10 @@ def package_xml_version():
     return ET.parse(HERE / "package.xml").getroot().findtext("version").strip()
 
 
-# Lower bounds: the core's were checked (test/test_packaging.py's README snippets ran on
-# numpy 2.0.2, scipy 1.13.1, numba 0.60.0: docs/building.md); the extras' are the minor
-# releases of the pins the suite runs on.
+# Lower bounds: the core's were checked by hand once (docs/building.md, "pip"): README's
+# "Python, without ROS" blocks give the same numbers on numpy 2.3.5, scipy 1.16.3 and
+# numba 0.65.1, while numba 0.61.2 and 0.60.0 cannot compile the kernels. The extras'
+# are the minor releases of the pins the suite runs on.
 EXTRAS = {
     "sim": ["mujoco>=4.0"],                         # manip_dynamics.sim: the MuJoCo plant
     "identification": ["cvxpy>=1.9", "clarabel>=0.11", "scs>=3.3",  # the consistent fit
@@ -63,7 +64,7 @@ setup(
         ("share/" + package_name + "/urdf", files("manip_dynamics/robots/*.urdf")),
     ],
     python_requires=">=3.11",
-    install_requires=["numpy>=2.0,<3", "scipy>=1.13", "numba>=0.60"],
+    install_requires=["numpy>=2.3,<3", "scipy>=1.16", "numba>=0.65"],
     extras_require=EXTRAS,
     zip_safe=False,                        # robots.path() returns files on disk
     maintainer="manip_dynamics maintainers",
