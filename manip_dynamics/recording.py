@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .core.errors import InputError
+from .core.extras import import_extra
 
 TOPIC = "/joint_states"
 SCHEMA_NAME = "sensor_msgs/msg/JointState"
@@ -70,7 +71,7 @@ def write_joint_states(path, t, names, position, velocity=None, effort=None, top
 
     t (N,) s since the epoch (header.stamp and log time, rounded to ns); names (n,); position, velocity,
     effort (N, n) (velocity / effort None: empty arrays in the messages)."""
-    from mcap_ros2.writer import Writer
+    Writer = import_extra("mcap_ros2.writer", __name__).Writer
 
     t = np.asarray(t, dtype=float)
     arrays = [None if a is None else np.asarray(a, dtype=float)
@@ -98,8 +99,8 @@ def read_joint_states(path, topic=TOPIC):
     (log-time order). Joint order from the first message; later messages may order their
     names differently (mapped by name) but must carry the same set. t from header.stamp
     (the log time where the stamp is zero)."""
-    from mcap.reader import make_reader
-    from mcap_ros2.decoder import DecoderFactory
+    make_reader = import_extra("mcap.reader", __name__).make_reader
+    DecoderFactory = import_extra("mcap_ros2.decoder", __name__).DecoderFactory
 
     rows, names, index = [], None, None
     with open(path, "rb") as f:
@@ -156,8 +157,10 @@ class SerializedJointStateWriter:
     still read in order)."""
 
     def __init__(self, path, topic=TOPIC):
-        from mcap.well_known import MessageEncoding, SchemaEncoding
-        from mcap.writer import CompressionType, Writer
+        well_known = import_extra("mcap.well_known", __name__)
+        MessageEncoding, SchemaEncoding = well_known.MessageEncoding, well_known.SchemaEncoding
+        mcap_writer = import_extra("mcap.writer", __name__)
+        CompressionType, Writer = mcap_writer.CompressionType, mcap_writer.Writer
 
         self.path, self.topic, self.count = str(path), topic, 0
         self._file = open(self.path, "wb")
