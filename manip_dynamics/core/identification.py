@@ -9,9 +9,10 @@ Pipeline (docs/identification.md has the math):
    least squares, per-joint noise sigma_j from its residuals, weighted least squares with
    rows scaled by 1/sigma_j, covariance ``s^2 (W_w^T W_w)^-1`` and the condition number of
    W_w. Full parameters pi for a URDF: either the prior (URDF) corrected by the smallest
-   scaled change that reproduces the estimated base parameters, or (``consistent=True``) a
-   physically consistent fit through the log-Cholesky parameterisation of each body's
-   pseudo-inertia (every iterate is a real rigid body; no constraints needed).
+   scaled change that reproduces the estimated base parameters, or (``consistent=True``) the
+   physically consistent fit: the weighted least squares subject to every body's
+   pseudo-inertia being positive semidefinite, a semidefinite program solved to its
+   certified optimum (:mod:`.consistent_fit`).
 3. :func:`identified_urdf`: the same URDF text with the new ``<inertial>`` (and, with
    friction, ``<dynamics damping friction>``) values.
 """
@@ -22,13 +23,12 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.linalg
-import scipy.optimize
 import scipy.signal
 
+from .consistent_fit import consistent_fit
 from .errors import InputError
 from .regressor import (base_parameters, inertia_from_parameters, inertial_parameters,
-                        joint_torque_regressor, model_parameters, parameters_from_pseudo_inertia,
-                        physically_consistent, pseudo_inertia)
+                        joint_torque_regressor, model_parameters, physically_consistent)
 from .urdf import _parse_inertial
 
 
@@ -139,7 +139,11 @@ class Identification:
     regressor; pi (p,) full parameters (consistent fit if ``consistent``); beta_of_pi
     (p_b,) = B pi (differs from beta only for a consistent fit); friction: whether pi ends
     with [viscous, coulomb]; rows: equations used (samples x joints, minus those below
-    min_speed)."""
+    min_speed). pi_unconstrained (p,): the weighted-LS estimate closest to the prior (= pi
+    unless ``consistent``). Consistent fit only (else None): solver ('CLARABEL' / 'SCS'),
+    solver_status ('optimal', ...), optimality_gap (primal minus dual objective, in units of
+    the relative weighted residual |r_w| / |tau_w|: the fit's residual is within it of the
+    best over real bodies), residual (that relative residual at pi)."""
 
     base: object
     beta: np.ndarray
@@ -152,6 +156,11 @@ class Identification:
     consistent: bool
     friction: bool
     rows: int
+    pi_unconstrained: np.ndarray | None = None
+    solver: str | None = None
+    solver_status: str | None = None
+    optimality_gap: float | None = None
+    residual: float | None = None
 
 
 def regressor_rows(model, samples, friction, progress=None, chunk=2000):
@@ -172,7 +181,7 @@ def regressor_rows(model, samples, friction, progress=None, chunk=2000):
 
 
 def identify(model, samples, friction=True, consistent=False, base=None, prior=None,
-             min_speed=0.0, progress=None):
+             min_speed=0.0, progress=None, margin=1e-6):
     """Identify the base parameters (and a full parameter vector) of ``model``'s structure.
 
     samples: :class:`Samples`; friction: also viscous and Coulomb coefficients per joint;
@@ -180,7 +189,8 @@ def identify(model, samples, friction=True, consistent=False, base=None, prior=N
     parameters the unidentifiable directions are taken from (default: the model's own, i.e.
     the URDF); min_speed (rad/s or m/s): drop the equation of joint j at the samples where
     |qd_j| < min_speed (near velocity reversals the joint may stick, and sign(qd) is then
-    not its friction). Returns :class:`Identification`.
+    not its friction); margin: of the consistent fit (:func:`.consistent_fit.consistent_fit`).
+    Returns :class:`Identification`.
     """
     base = base or base_parameters(model, friction)
     prior = model_parameters(model, friction) if prior is None else np.asarray(prior, float)
@@ -206,11 +216,15 @@ def identify(model, samples, friction=True, consistent=False, base=None, prior=N
     Rinv = scipy.linalg.solve_triangular(Rw, np.eye(pb))
     cov = rho2 / (rows - pb) * Rinv @ Rinv.T
     scale = parameter_scale(prior, len(model.body_links), friction)
-    pi = _closest_to_prior(base.matrix, beta, prior, scale)
-    if consistent:
-        pi = _consistent_fit(Rw, zw, base.matrix, prior, pi, scale, len(model.body_links))
-    return Identification(base, beta, np.sqrt(np.diag(cov)), cov, sigma, cond, pi,
-                          base.beta(pi), consistent, friction, rows)
+    free = _closest_to_prior(base.matrix, beta, prior, scale)
+    if not consistent:
+        return Identification(base, beta, np.sqrt(np.diag(cov)), cov, sigma, cond, free,
+                              base.beta(free), False, friction, rows, free)
+    fit = consistent_fit(Rw @ base.matrix, zw, np.sqrt(rho2), prior, len(model.body_links),
+                         margin)
+    return Identification(base, beta, np.sqrt(np.diag(cov)), cov, sigma, cond, fit.pi,
+                          base.beta(fit.pi), True, friction, rows, free, fit.solver,
+                          fit.status, fit.optimality_gap, fit.residual)
 
 
 def _qr_ls(W, y):
@@ -254,89 +268,6 @@ def _closest_to_prior(B, beta, prior, scale):
     BS = B * scale
     corr = np.linalg.lstsq(BS, beta - B @ prior, rcond=None)[0]
     return prior + scale * corr
-
-
-# ----------------------------------------------------------------------------- consistency
-_TRIU = np.triu_indices(4)
-_DIAG = np.array([k for k, (i, j) in enumerate(zip(*_TRIU)) if i == j])
-
-
-def _upper_cholesky(P):
-    """U upper triangular with positive diagonal, P = U U^T (P positive definite)."""
-    F = np.eye(4)[::-1]
-    L = np.linalg.cholesky(F @ P @ F)
-    return F @ L @ F
-
-
-def _theta_from_pi(pi_bodies):
-    """Log-Cholesky coordinates (nb, 10) of each body: upper entries of U, log of its diagonal.
-    A body that is not strictly consistent is first moved to the nearest P with eigenvalues
-    >= 1e-6 of its largest (1e-9 absolute floor)."""
-    thetas = []
-    for P in pseudo_inertia(pi_bodies):
-        ev, V = np.linalg.eigh(P)
-        ev = np.maximum(ev, max(1e-6 * ev.max(), 1e-9))
-        U = _upper_cholesky(V @ np.diag(ev) @ V.T)
-        th = U[_TRIU].copy()
-        th[_DIAG] = np.log(th[_DIAG])
-        thetas.append(th)
-    return np.array(thetas)
-
-
-def _pi_from_theta(theta):
-    """(pi (nb, 10), dpi/dtheta (nb, 10, 10)) for log-Cholesky coordinates theta (nb, 10)."""
-    nb = theta.shape[0]
-    U = np.zeros((nb, 4, 4))
-    vals = theta.copy()
-    vals[:, _DIAG] = np.exp(np.clip(theta[:, _DIAG], -40.0, 40.0))   # no overflow on LM trials
-    U[:, _TRIU[0], _TRIU[1]] = vals
-    pi = parameters_from_pseudo_inertia(U @ np.swapaxes(U, 1, 2))
-    dpi = np.empty((nb, 10, 10))
-    for k, (i, j) in enumerate(zip(*_TRIU)):
-        E = np.zeros((4, 4))
-        E[i, j] = 1.0
-        dU = E * vals[:, k, None, None]
-        if i != j:
-            dU = np.broadcast_to(E, (nb, 4, 4))
-        dP = dU @ np.swapaxes(U, 1, 2) + U @ np.swapaxes(dU, 1, 2)
-        dpi[:, :, k] = parameters_from_pseudo_inertia(dP)
-    return pi, dpi
-
-
-def _consistent_fit(Rw, zw, B, prior, start, scale, nb, weights=(1e-4, 1e-6, 1e-8, 1e-10, 1e-12)):
-    """min |Rw B pi(x) - zw|^2 + lam |(pi(x) - prior) / scale|^2 over x = [theta, phi]:
-    pi(theta) through P = U U^T per body (U upper triangular, diagonal exp(theta_d): always a
-    real rigid body), friction = phi^2 >= 0. No constraints, so Levenberg-Marquardt
-    (scipy.optimize.least_squares, method 'lm') with the analytic Jacobian.
-
-    |Rw beta - zw|^2 equals the weighted-LS residual up to a constant (Rw from the QR of the
-    weighted base regressor), so the fit is the weighted LS restricted to real bodies. The
-    prior term settles the directions the data cannot see; it also pulls (slightly) on the
-    identifiable ones, so lam decreases over ``weights`` (times mean diag((Rw B S)^T Rw B S)),
-    each fit warm-started from the previous: a continuation that keeps every stage well
-    conditioned and ends with a negligible pull. Starts from ``start`` (the unconstrained
-    estimate), each body moved to the nearest strictly consistent one."""
-    A = Rw @ B
-    nf = len(prior) - 10 * nb
-    theta0 = _theta_from_pi(start[:10 * nb].reshape(nb, 10)).ravel()
-    phi0 = np.sqrt(np.maximum(start[10 * nb:], 1e-6 * scale[10 * nb:]))
-    curvature = float(np.mean(np.sum((A * scale) ** 2, axis=0)))
-
-    def unpack(x):
-        pi_b, dpi = _pi_from_theta(x[:10 * nb].reshape(nb, 10))
-        phi = x[10 * nb:]
-        D = scipy.linalg.block_diag(*dpi, np.diag(2 * phi)) if nf else \
-            scipy.linalg.block_diag(*dpi)
-        return np.concatenate([pi_b.ravel(), phi ** 2]), D
-
-    x = np.concatenate([theta0, phi0])
-    for w in weights:
-        sq = np.sqrt(w * curvature) / scale
-        x = scipy.optimize.least_squares(
-            lambda x: np.concatenate([A @ unpack(x)[0] - zw, sq * (unpack(x)[0] - prior)]), x,
-            jac=lambda x: np.vstack([A @ unpack(x)[1], sq[:, None] * unpack(x)[1]]),
-            method="lm", xtol=1e-10, ftol=1e-10, gtol=1e-12, max_nfev=20 * len(prior)).x
-    return unpack(x)[0]
 
 
 # ----------------------------------------------------------------------------- evaluation
