@@ -120,14 +120,15 @@ def consistent_fit(A, z, rho, prior, nb, margin=1e-6):
         real.append(x[10 * nb:] >= 0)
     residual = cp.norm(cp.hstack([A_s @ x - z_s, np.array([rho_s])]))
     fit = cp.Problem(cp.Minimize(residual), real)
-    status, solver, gap = _solve(fit)
+    status, solver, gap = _solve(fit, ("CLARABEL", "SCS"))
     x_fit = np.array(x.value)
-    best = float(fit.value)
-    x_prior = np.where(s > 0, prior / s, 0.0)
-    closest = cp.Problem(cp.Minimize(cp.norm(x - x_prior)),
-                         real + [residual <= best + 1e-6 * max(best, 1e-3) + max(gap, 0.0)])
+    # the same A x (so the same residual), closest to the prior: V^T x fixed, V an
+    # orthonormal basis of the row space of A_s (better conditioned than A_s x = A_s x_fit)
+    V = np.linalg.svd(A_s, full_matrices=False)[2].T                  # (p, p_b)
+    x_prior = prior / s
+    closest = cp.Problem(cp.Minimize(cp.norm(x - x_prior)), real + [V.T @ x == V.T @ x_fit])
     try:
-        prior_status = _solve(closest)[0]
+        prior_status = _solve(closest, ("CLARABEL",))[0]
         x_out = np.array(x.value)
     except InputError:
         prior_status, x_out = "skipped", x_fit
@@ -135,15 +136,20 @@ def consistent_fit(A, z, rho, prior, nb, margin=1e-6):
     return ConsistentFit(s * x_out, status, solver, res, gap, prior_status)
 
 
-def _solve(problem):
-    """(status, solver, primal - dual objective) of ``problem`` solved by Clarabel, else SCS;
-    the variables hold the solution. InputError if neither reaches an optimum."""
+_OPTIONS = {"CLARABEL": dict(tol_gap_abs=1e-10, tol_gap_rel=1e-10, tol_feas=1e-10,
+                             max_iter=200),
+            "SCS": dict(eps_abs=1e-9, eps_rel=1e-9, max_iters=20000)}
+
+
+def _solve(problem, solvers):
+    """(status, solver, primal - dual objective) of ``problem`` solved by the first of
+    ``solvers`` that reaches an optimum; the variables hold the solution. InputError if
+    none does."""
     import cvxpy as cp
 
     tried = []
-    for solver, opts in (("CLARABEL", dict(tol_gap_abs=1e-10, tol_gap_rel=1e-10,
-                                           tol_feas=1e-10, max_iter=400)),
-                         ("SCS", dict(eps_abs=1e-9, eps_rel=1e-9, max_iters=200000))):
+    for solver in solvers:
+        opts = _OPTIONS[solver]
         try:
             data, chain, inverse = problem.get_problem_data(getattr(cp, solver))
             raw = chain.solve_via_data(problem, data, False, False, opts)

@@ -25,10 +25,13 @@ import numpy as np
 import scipy.linalg
 import scipy.signal
 
+from . import arguments
 from .consistent_fit import consistent_fit
 from .errors import InputError
+from .model import _flag
 from .regressor import (base_parameters, inertia_from_parameters, inertial_parameters,
-                        joint_torque_regressor, model_parameters, physically_consistent)
+                        joint_torque_regressor, model_parameters, parameter_names,
+                        physically_consistent)
 from .urdf import _parse_inertial
 
 
@@ -46,6 +49,18 @@ class Samples:
     qdd: np.ndarray
     tau: np.ndarray
     coulomb: np.ndarray | None = None
+
+    def __post_init__(self):
+        """Checks and converts every field: InputError naming it (shape, first bad entry)."""
+        t = arguments.array("t", self.t, (None,))
+        q = arguments.array("q", self.q, (len(t), None))
+        shape = (len(t), q.shape[1])
+        fields = dict(t=t, q=q, **{name: arguments.array(name, getattr(self, name), shape)
+                                   for name in ("qd", "qdd", "tau")})
+        if self.coulomb is not None:
+            fields["coulomb"] = arguments.array("coulomb", self.coulomb, shape)
+        for name, value in fields.items():
+            object.__setattr__(self, name, value)
 
     def __len__(self):
         return len(self.t)
@@ -89,11 +104,16 @@ def filter_recording(t, q, qd, tau, cutoff=10.0, order=4, decimate=None, trim=No
     sample (default k = floor(fs / (5 cutoff)): above 2x the filtered bandwidth, fewer
     correlated rows). Raises InputError naming the bad argument.
     """
-    t = np.asarray(t, dtype=float)
-    arrays = [None if a is None else np.asarray(a, dtype=float) for a in (q, qd, tau)]
+    t = arguments.array("t", t, (None,))
+    arrays = [None if a is None else arguments.array(name, a, (len(t), None))
+              for name, a in zip(("q", "qd", "tau"), (q, qd, tau))]
     _check_recording(t, arrays)
+    order = arguments.count("order", order, 1)
+    decimate = None if decimate is None else arguments.count("decimate", decimate, 1)
+    trim = None if trim is None else arguments.count("trim", trim, 0)
     t, (q, qd, tau), dt = _uniform(t, arrays)
     fs = 1.0 / dt
+    cutoff = arguments.scalar("cutoff", cutoff)
     if not 0 < cutoff < 0.5 * fs:
         raise InputError(f"cutoff {cutoff} Hz must be in (0, fs/2 = {0.5 * fs:.4g} Hz)")
     sos = scipy.signal.butter(order, cutoff / (0.5 * fs), output="sos")
@@ -112,20 +132,16 @@ def filter_recording(t, q, qd, tau, cutoff=10.0, order=4, decimate=None, trim=No
 
 def _check_recording(t, arrays):
     names = ("q", "qd", "tau")
-    if t.ndim != 1 or len(t) < 8:
+    if len(t) < 8:
         raise InputError(f"t must be 1-D with at least 8 samples, got shape {t.shape}")
-    if not np.isfinite(t).all() or np.any(np.diff(t) <= 0):
+    if np.any(np.diff(t) <= 0):
         raise InputError("t must be finite and strictly increasing")
     for name, a in zip(names, arrays):
-        if a is None:
-            if name != "qd":
-                raise InputError(f"{name} is required")
-            continue
-        if a.ndim != 2 or a.shape[0] != len(t) or a.shape[1] != arrays[0].shape[1]:
-            raise InputError(f"{name} must have shape ({len(t)}, n), got {a.shape}")
-        if not np.isfinite(a).all():
-            i, j = np.argwhere(~np.isfinite(a))[0]
-            raise InputError(f"{name}[{i}, {j}] is {a[i, j]}")
+        if a is None and name != "qd":
+            raise InputError(f"{name} is required")
+        if a is not None and a.shape[1] != arrays[0].shape[1]:
+            raise InputError(f"{name} must have shape ({len(t)}, {arrays[0].shape[1]}) like "
+                             f"q, got {a.shape}")
 
 
 # ----------------------------------------------------------------------------- least squares
@@ -192,8 +208,9 @@ def identify(model, samples, friction=True, consistent=False, base=None, prior=N
     not its friction); margin: of the consistent fit (:func:`.consistent_fit.consistent_fit`).
     Returns :class:`Identification`.
     """
-    base = base or base_parameters(model, friction)
-    prior = model_parameters(model, friction) if prior is None else np.asarray(prior, float)
+    base, prior = _check_identify(model, samples, friction, base, prior)
+    min_speed = arguments.scalar("min_speed", min_speed, 0.0)
+    margin = arguments.scalar("margin", margin, 0.0, 1.0)
     Y = regressor_rows(model, samples, friction, progress)
     W = base.regressor(Y)                                  # (N, n, p_b)
     N, n, pb = W.shape
@@ -225,6 +242,26 @@ def identify(model, samples, friction=True, consistent=False, base=None, prior=N
     return Identification(base, beta, np.sqrt(np.diag(cov)), cov, sigma, cond, fit.pi,
                           base.beta(fit.pi), True, friction, rows, free, fit.solver,
                           fit.status, fit.optimality_gap, fit.residual)
+
+
+def _check_identify(model, samples, friction, base, prior):
+    """-> (base, prior) of :func:`identify` checked against the model; InputError naming the
+    argument otherwise."""
+    if not isinstance(samples, Samples):
+        raise InputError(f"samples must be a Samples (filter_recording), got "
+                         f"{type(samples).__name__}")
+    if samples.q.shape[1] != model.n:
+        raise InputError(f"samples have {samples.q.shape[1]} joints, the model {model.n} "
+                         f"({', '.join(model.joint_names)})")
+    friction = _flag(friction, "friction")
+    names = parameter_names(model, friction)
+    if base is not None and tuple(base.names) != names:
+        raise InputError(f"base: base parameters of another structure ({len(base.names)} "
+                         f"parameters, the model with friction={friction} has {len(names)})")
+    base = base or base_parameters(model, friction)
+    prior = (model_parameters(model, friction) if prior is None
+             else arguments.array("prior", prior, (len(names),)))
+    return base, prior
 
 
 def _qr_ls(W, y):
@@ -288,9 +325,22 @@ def identified_urdf(xml, model, pi, friction):
     the difference, unless that difference is not a real rigid body while the whole body
     is: then the body's link gets it all and the lumped links' masses are set to zero. With
     friction, each joint's ``<dynamics damping friction>`` is set from pi's tail.
-    Returns (xml text, list of notes for the report)."""
-    root = ET.fromstring(xml)
+    Returns (xml text, list of notes for the report). InputError naming the argument for an
+    xml that is not the model's URDF or a pi of the wrong length or not finite."""
+    friction = _flag(friction, "friction")
+    pi = arguments.array("pi", pi, (len(parameter_names(model, friction)),))
+    if not isinstance(xml, str):
+        raise InputError(f"xml must be the URDF text (str), got {type(xml).__name__}")
+    try:
+        root = ET.fromstring(xml)
+    except ET.ParseError as exc:
+        raise InputError(f"xml is not XML: {exc}") from None
     links = {el.get("name"): el for el in root.findall("link")}
+    joints = {el.get("name") for el in root.findall("joint")}
+    missing = [k for k in model.body_links if k not in links]
+    missing += [j for j in (model.joint_names if friction else ()) if j not in joints]
+    if missing:
+        raise InputError(f"xml is not the model's URDF: no link/joint {missing[0]!r}")
     notes = []
     for b, link in enumerate(model.body_links):
         pi_b = np.asarray(pi[10 * b:10 * b + 10], dtype=float)
