@@ -38,6 +38,11 @@ def test_cli_identifies_a_recording(tmp_path):
     before, after = np.array(report["rms_before"]), np.array(report["rms_after"])
     assert report["held_out_samples"] > 0 and (after < before / 5).all(), (before, after)
     assert report["consistent"] and len(report["base_parameters"]) > 40
+    # the semidefinite fit: certified optimum, both fits' held-out errors side by side
+    assert report["solver_status"] == "optimal" and abs(report["optimality_gap"]) < 1e-8
+    assert "optimality gap" in proc.stdout and "unconstrained" in proc.stdout
+    free = np.array(report["rms_unconstrained"])
+    assert free.shape == after.shape and (free < before / 5).all(), (free, before)
     identified = RobotModel.from_urdf_file(out)
     assert identified.joint_names == model.joint_names
     assert (tmp_path / "identified.torques.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
