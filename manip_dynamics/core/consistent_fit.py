@@ -76,9 +76,10 @@ def body_scales(prior, nb):
     return m_s, np.clip(np.where(ok_L, L, L_med), 1e-2 * L_med, 1e2 * L_med)
 
 
-def _scales(A, prior, nb):
+def _scales(A, prior, nb, start):
     """Per-parameter scale s (p,) and the scaled LMI maps G_b (nb, 16, 10): vec(D_b P D_b) =
-    G_b x_b with pi_b = s_b x_b."""
+    G_b x_b with pi_b = s_b x_b. Friction: |start| (the unconstrained estimate; at least
+    1e-3 of its largest), else columns of the inertial columns' median norm."""
     m_s, L_s = body_scales(prior, nb)
     powers = np.array([0, 1, 1, 1, 2, 2, 2, 2, 2, 2])
     s_body = m_s[:, None] * L_s[:, None] ** powers                         # (nb, 10)
@@ -93,11 +94,15 @@ def _scales(A, prior, nb):
         inertial = norms[:10 * nb] * s
         ref = float(np.median(inertial[inertial > 0])) if (inertial > 0).any() else 1.0
         fr = norms[10 * nb:]
-        s = np.concatenate([s, np.where(fr > 0, ref / np.where(fr > 0, fr, 1.0), 1.0)])
+        s_f = np.where(fr > 0, ref / np.where(fr > 0, fr, 1.0), 1.0)
+        mag = np.abs(start[10 * nb:]) if start is not None else np.zeros(nf)
+        if mag.max() > 0:
+            s_f = np.maximum(mag, 1e-3 * mag.max())
+        s = np.concatenate([s, s_f])
     return s, G
 
 
-def consistent_fit(A, z, rho, prior, nb, margin=1e-6):
+def consistent_fit(A, z, rho, prior, nb, margin=1e-6, start=None):
     """The semidefinite fit of the module docstring -> :class:`ConsistentFit`.
 
     A (p_b, p), z (p_b,), rho >= 0: min |[A pi - z; rho]| is the weighted least squares
@@ -105,12 +110,15 @@ def consistent_fit(A, z, rho, prior, nb, margin=1e-6):
     parameters the unidentifiable directions are taken from; nb bodies (10 columns each,
     then friction columns, constrained >= 0); margin: the scaled pseudo-inertias D_b P D_b
     must have eigenvalues >= margin (1e-6: no body on the boundary, which a URDF parser
-    would read as a flat body). InputError if no solver finds the optimum."""
+    would read as a flat body); start (p,) or None: the unconstrained estimate, whose
+    friction magnitudes scale the friction columns (the prior's friction is often 0, and
+    the friction torque of a small arm can dwarf its inertial torques). InputError if no
+    solver finds the optimum."""
     import cvxpy as cp
 
     A, z, prior = (np.asarray(a, dtype=float) for a in (A, z, prior))
     p = A.shape[1]
-    s, G = _scales(A, prior, nb)
+    s, G = _scales(A, prior, nb, start)
     norm = float(np.sqrt(z @ z + rho ** 2)) or 1.0
     A_s, z_s, rho_s = A * s / norm, z / norm, float(rho) / norm
     x = cp.Variable(p)

@@ -238,7 +238,7 @@ def identify(model, samples, friction=True, consistent=False, base=None, prior=N
         return Identification(base, beta, np.sqrt(np.diag(cov)), cov, sigma, cond, free,
                               base.beta(free), False, friction, rows, free)
     fit = consistent_fit(Rw @ base.matrix, zw, np.sqrt(rho2), prior, len(model.body_links),
-                         margin)
+                         margin, start=free)
     return Identification(base, beta, np.sqrt(np.diag(cov)), cov, sigma, cond, fit.pi,
                           base.beta(fit.pi), True, friction, rows, free, fit.solver,
                           fit.status, fit.optimality_gap, fit.residual)

@@ -85,6 +85,20 @@ def perturbed(xml, rng):
     return ET.tostring(root, encoding="unicode")
 
 
+def scaled(xml, length, mass):
+    """The same arm ``length`` times as long and ``mass`` times as heavy: every origin's xyz
+    x length, every mass x mass, every inertia x mass length^2 (meshes are left alone)."""
+    root = ET.fromstring(xml)
+    for o in root.iter("origin"):
+        o.set("xyz", " ".join(_f(v) for v in _floats(o.get("xyz", "0 0 0")) * length))
+    for m in root.iter("mass"):
+        m.set("value", _f(float(m.get("value")) * mass))
+    for i in root.iter("inertia"):
+        for k in list(i.attrib):
+            i.set(k, _f(float(i.get(k)) * mass * length ** 2))
+    return ET.tostring(root, encoding="unicode")
+
+
 def recording(xml_true, count, rng, viscous=None, coulomb=None):
     """(q, qd, qdd, tau) (count, n): random states (q within the limits, qd ~ N(0, 1),
     qdd ~ N(0, 2^2)) and Pinocchio's rnea of ``xml_true`` plus the friction torques."""

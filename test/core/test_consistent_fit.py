@@ -19,7 +19,7 @@ from manip_dynamics import RobotModel
 from manip_dynamics.core import identification as I
 from manip_dynamics.core import regressor as R
 
-from .consistent_truth import arm_path, perturbed, recording
+from .consistent_truth import arm_path, perturbed, recording, scaled
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 
@@ -27,10 +27,11 @@ ARMS = ("so_arm_description/urdf/so101.urdf", "ur_description/urdf/ur5_robot.urd
         "z1_description/urdf/z1.urdf")
 
 
-def case(rel, noise, seed=0, fit_states=400, held_states=200):
-    """(model, fit Samples, held-out Samples, noise-free held-out tau, true pi with friction)."""
+def case(rel, noise, seed=0, fit_states=400, held_states=200, scale=(1.0, 1.0)):
+    """(model, fit Samples, held-out Samples, noise-free held-out tau, true pi with friction);
+    scale: (length, mass) factors applied to the URDF first."""
     with open(arm_path(rel), encoding="utf-8") as f:
-        xml = f.read()
+        xml = scaled(f.read(), *scale)
     rng = np.random.default_rng(seed)
     true_xml = perturbed(xml, rng)
     with warnings.catch_warnings():
@@ -93,3 +94,18 @@ def test_with_noise_as_good_as_the_unconstrained_fit(rel):
     consistent = held_out_error(model, result.pi, held, tau)
     assert consistent <= 1.1 * free, (consistent, free)
     assert result.solver_status == "optimal" and abs(result.optimality_gap) < 1e-8
+
+
+@pytest.mark.parametrize("scale", [(30.0, 3e4), (0.03, 3e-5)], ids=["giant", "tiny"])
+def test_the_arm_s_size_does_not_matter(scale):
+    """The SO-101 (0.1 kg links, 0.1 m) made 30x longer and 3e4x heavier (3 m, 3 t links),
+    or 30x shorter and lighter: the same accuracy noise-free and with noise, certified
+    optimum (the problem is scaled by the prior's masses and lengths)."""
+    rel = ARMS[0]
+    for noise, bound in ((0.0, 1e-6), (1e-3, None)):
+        model, fit, held, tau, _ = case(rel, noise, seed=2, scale=scale)
+        result = I.identify(model, fit, friction=True, consistent=True)
+        assert result.solver_status == "optimal" and abs(result.optimality_gap) < 1e-8
+        error = held_out_error(model, result.pi, held, tau)
+        free = held_out_error(model, result.pi_unconstrained, held, tau)
+        assert error < (bound or 1.1 * free), (noise, error, free)
