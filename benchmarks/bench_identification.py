@@ -37,7 +37,8 @@ import warnings  # noqa: E402
 import numpy as np  # noqa: E402
 
 # BENCH_ROOT: the checkout whose code is timed (in_checkout sets it for the main checkout)
-ROOT = os.environ.get("BENCH_ROOT", os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+ROOT = os.environ.get("BENCH_ROOT",
+                      os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 sys.path[:0] = [ROOT, os.path.join(ROOT, "test")]
 
 from core.identification_plant import panda_models  # noqa: E402
