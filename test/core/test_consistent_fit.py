@@ -59,7 +59,7 @@ def noise_free(request):
 
 
 def test_noise_free_data_reach_the_truth(noise_free):
-    """Held-out torques to 1e-6 (measured 3e-13 to 8e-11 on these three arms), every body
+    """Held-out torques to 1e-6 (measured below 1e-10), every body
     real (P >= 0), friction >= 0, the solver's optimum certified (primal - dual < 1e-8)."""
     model, held, tau, pi_true, result = noise_free
     assert result.solver_status == "optimal" and abs(result.optimality_gap) < 1e-8
