@@ -265,7 +265,7 @@ def print_table(summary):
     print(f"{'':<61}identified {np.round(g['identified'], 4).tolist()}")
     rep = summary['identification']
     print(f"held-out RMS torque error (N*m): URDF {np.round(rep['rms_before'], 3).tolist()}")
-    print(f"{'':<21}unconstrained fit {np.round(rep['rms_unconstrained'], 4).tolist()}")
+    print(f"{'':<20}unconstrained fit {np.round(rep['rms_unconstrained'], 4).tolist()}")
     print(f"{'':<17}consistent fit (SDP) {np.round(rep['rms_after'], 4).tolist()}  "
           f"(optimality gap {rep['optimality_gap']:.2g}, {rep['solver_status']})")
     print(f"excitation: {summary['excitation']['duration_s']:.0f} s, condition number "
