@@ -24,12 +24,13 @@ mass scale m_s and a length scale L_s from the prior (its mass and sqrt(tr Sigma
 RMS distance of its mass from the body origin; clipped to [1e-2, 1e2] of the arms' median
 where the prior has none), the parameters in units of (m_s, m_s L_s, m_s L_s^2), the LMI as
 ``D_b P D_b`` with ``D_b = diag(1/L_s, 1/L_s, 1/L_s, 1) / sqrt(m_s)`` (a congruence: same
-sign), friction columns scaled to the inertial columns' median norm, and the residual
-divided by ``|[z; rho]|`` (the objective is the RELATIVE weighted residual).
+sign), friction in units of the unconstrained estimate's magnitudes (at least 1e-3 of the
+largest), and the residual divided by ``|[z; rho]|`` (the objective is the RELATIVE
+weighted residual).
 
 The data leave the directions outside the base parameters free: a second program takes,
-among the fits whose residual is within ``1e-6`` (relative) of the optimum, the one closest
-to the prior in the scaled metric (the unconstrained fit does the same with an equality).
+among the parameters with the fit's ``A pi`` (the same residual), the real ones closest to
+the prior in the scaled metric (the unconstrained fit does the same without the LMIs).
 """
 from __future__ import annotations
 
@@ -152,7 +153,8 @@ _OPTIONS = {"CLARABEL": dict(tol_gap_abs=1e-10, tol_gap_rel=1e-10, tol_feas=1e-1
 def _solve(problem, solvers):
     """(status, solver, primal - dual objective) of ``problem`` solved by the first of
     ``solvers`` that reaches an optimum; the variables hold the solution. InputError if
-    none does."""
+    none does. Through cvxpy's get_problem_data / solve_via_data / unpack_results rather
+    than Problem.solve: solve() keeps neither Clarabel's dual objective nor SCS's."""
     import cvxpy as cp
 
     tried = []
