@@ -79,9 +79,11 @@ def test_the_prior_fills_the_unidentifiable_directions(noise_free):
     model, held, tau, pi_true, result = noise_free
     samples = I.Samples(held.t, held.q, held.qd, held.qdd, tau)
     again = I.identify(model, samples, friction=True, consistent=True, prior=pi_true)
-    assert np.abs(again.pi - pi_true).max() < 1e-5 * np.abs(pi_true).max()   # measured 1.3e-6
+    # measured 1.3e-6 to 1.1e-5 of the largest (the interior point's tolerance, on
+    # parameters that move the torques little; 1.1e-5 with OpenBLAS's Prescott kernel)
+    assert np.abs(again.pi - pi_true).max() < 1e-4 * np.abs(pi_true).max()
     # the URDF prior instead: other full parameters (not the truth), the same torques
-    assert np.abs(result.pi - pi_true).max() > 1e-4 * np.abs(pi_true).max()
+    assert np.abs(result.pi - pi_true).max() > 1e-2 * np.abs(pi_true).max()
 
 
 @pytest.mark.parametrize("rel", ARMS, ids=lambda rel: rel.split("/")[-1])
