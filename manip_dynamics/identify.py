@@ -102,7 +102,7 @@ def load_samples(args, model):
 def run(args):
     """The pipeline -> (report dict, model, validation Samples, tau_urdf, tau_identified)."""
     from .core import RobotModel
-    from .core.identification import identified_urdf, identify
+    from .core.identification import identified_urdf, identify, predicted_torques, rms_error
     from .core.regressor import base_parameters
 
     model = RobotModel.from_urdf_file(args.urdf, root_link=args.root_link)
@@ -124,6 +124,9 @@ def run(args):
     before, after = _predictions(model, xml, args.root_link, result, data, notes)
     report = _report(model, result, fit, held, before, after, notes,
                      time.perf_counter() - t0)
+    report["rms_unconstrained"] = rms_error(
+        predicted_torques(model, _with_friction(model, result, result.pi_unconstrained), data,
+                          True), data.tau).tolist()
     report.update(recording=args.recording, urdf=args.urdf, out=args.out, cutoff_hz=args.cutoff)
     return report, model, data, before, after
 
@@ -140,10 +143,13 @@ def _predictions(model, xml, root_link, result, data, notes):
         after = identified.inverse_dynamics(data.q, data.qd, data.qdd, friction=True)
     except ManipDynamicsError as e:
         notes.append(f"the identified URDF does not load ({e}); torques predicted as Y pi")
-        pi = result.pi if result.friction else np.concatenate(
-            [result.pi, model.viscous, model.coulomb])
-        after = predicted_torques(model, pi, data, True)
+        after = predicted_torques(model, _with_friction(model, result, result.pi), data, True)
     return before, after
+
+
+def _with_friction(model, result, pi):
+    """pi with the friction coefficients (the URDF's if friction was not identified)."""
+    return pi if result.friction else np.concatenate([pi, model.viscous, model.coulomb])
 
 
 def _report(model, result, fit, held, before, after, notes, elapsed):
@@ -160,6 +166,8 @@ def _report(model, result, fit, held, before, after, notes, elapsed):
         "condition_number": result.condition_number,
         "sigma_joint": result.sigma_joint.tolist(),
         "consistent": result.consistent, "friction": result.friction,
+        "solver": result.solver, "solver_status": result.solver_status,
+        "optimality_gap": result.optimality_gap, "relative_residual": result.residual,
         "base_parameters": [
             {"expression": e, "value": float(b), "std": float(s),
              "relative_std_percent": float(100 * s / abs(b)) if b else None,
@@ -195,9 +203,16 @@ def _print_summary(report):
     for p in report["base_parameters"]:
         rel = "-" if p["relative_std_percent"] is None else f"{p['relative_std_percent']:.3g}"
         print(f"{p['expression'][:60]:<60} {p['value']:>12.5g} {rel:>8}")
+    if report["consistent"]:
+        print(f"physically consistent fit: {report['solver']} {report['solver_status']}, "
+              f"optimality gap {report['optimality_gap']:.2g} (primal - dual, relative "
+              f"weighted residual {report['relative_residual']:.4g})")
+    written = "consistent" if report["consistent"] else "identified"
     print(f"RMS torque error ({report['rms_torque_error_on']}), per joint, N m:")
-    for name, b, a in zip(report["joint_names"], report["rms_before"], report["rms_after"]):
-        print(f"  {name:<24} URDF {b:10.4g}   identified {a:10.4g}")
+    print(f"  {'joint':<24} {'URDF':>10}   {'unconstrained':>13}   {written:>10}")
+    for name, b, u, a in zip(report["joint_names"], report["rms_before"],
+                             report["rms_unconstrained"], report["rms_after"]):
+        print(f"  {name:<24} {b:10.4g}   {u:13.4g}   {a:10.4g}")
     for note in report["notes"]:
         print("note:", note)
 

@@ -38,6 +38,11 @@ def test_cli_identifies_a_recording(tmp_path):
     before, after = np.array(report["rms_before"]), np.array(report["rms_after"])
     assert report["held_out_samples"] > 0 and (after < before / 5).all(), (before, after)
     assert report["consistent"] and len(report["base_parameters"]) > 40
+    # the semidefinite fit: certified optimum, both fits' held-out errors side by side
+    assert report["solver_status"] == "optimal" and abs(report["optimality_gap"]) < 1e-8
+    assert "optimality gap" in proc.stdout and "unconstrained" in proc.stdout
+    free = np.array(report["rms_unconstrained"])
+    assert free.shape == after.shape and (free < before / 5).all(), (free, before)
     identified = RobotModel.from_urdf_file(out)
     assert identified.joint_names == model.joint_names
     assert (tmp_path / "identified.torques.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -80,3 +85,27 @@ def test_effort_delay_undoes_a_lag_of_the_efforts(tmp_path):
     with pytest.raises(SystemExit, match="effort-delay"):
         identify.main([str(bag), "--urdf", robots.path("panda"), "--out",
                        str(tmp_path / "x.urdf"), "--effort-delay", "-1"])
+
+
+def test_cli_names_a_bad_value_or_option(tmp_path, capsys):
+    """A NaN effort in the recording, a negative --min-speed, a NaN --cutoff: exit code 1
+    and the core's InputError naming the argument (no traceback)."""
+    from manip_dynamics import identify
+    model = RobotModel.from_urdf_file(robots.path("panda"))
+    t = np.arange(400) * 1e-3
+    q = 0.1 * np.sin(np.outer(t, np.arange(1, model.n + 1)))
+    tau = np.cos(np.outer(t, np.arange(1, model.n + 1)))
+    tau[123, 4] = np.nan
+    bag = tmp_path / "nan.mcap"
+    write_joint_states(bag, 1.7e9 + t, model.joint_names, q, None, tau)
+    common = [str(bag), "--urdf", robots.path("panda"), "--out", str(tmp_path / "x.urdf"),
+              "--no-plot"]
+    assert identify.main(common) == 1
+    assert "error: tau[123, 4] is nan" in capsys.readouterr().err
+    tau[123, 4] = 0.0
+    write_joint_states(bag, 1.7e9 + t, model.joint_names, q, None, tau)
+    for extra, words in ((["--cutoff", "nan"], "error: cutoff must be finite"),
+                         (["--min-speed", "-1", "--cutoff", "40"],
+                          "error: min_speed must be finite and in [0, inf]")):
+        assert identify.main(common + extra) == 1
+        assert words in capsys.readouterr().err, words

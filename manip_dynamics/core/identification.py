@@ -9,9 +9,10 @@ Pipeline (docs/identification.md has the math):
    least squares, per-joint noise sigma_j from its residuals, weighted least squares with
    rows scaled by 1/sigma_j, covariance ``s^2 (W_w^T W_w)^-1`` and the condition number of
    W_w. Full parameters pi for a URDF: either the prior (URDF) corrected by the smallest
-   scaled change that reproduces the estimated base parameters, or (``consistent=True``) a
-   physically consistent fit through the log-Cholesky parameterisation of each body's
-   pseudo-inertia (every iterate is a real rigid body; no constraints needed).
+   scaled change that reproduces the estimated base parameters, or (``consistent=True``) the
+   physically consistent fit: the weighted least squares subject to every body's
+   pseudo-inertia being positive semidefinite, a semidefinite program solved to its
+   certified optimum (:mod:`.consistent_fit`).
 3. :func:`identified_urdf`: the same URDF text with the new ``<inertial>`` (and, with
    friction, ``<dynamics damping friction>``) values.
 """
@@ -22,13 +23,15 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.linalg
-import scipy.optimize
 import scipy.signal
 
+from . import arguments
+from .consistent_fit import consistent_fit
 from .errors import InputError
+from .model import _flag
 from .regressor import (base_parameters, inertia_from_parameters, inertial_parameters,
-                        joint_torque_regressor, model_parameters, parameters_from_pseudo_inertia,
-                        physically_consistent, pseudo_inertia)
+                        joint_torque_regressor, model_parameters, parameter_names,
+                        physically_consistent)
 from .urdf import _parse_inertial
 
 
@@ -46,6 +49,18 @@ class Samples:
     qdd: np.ndarray
     tau: np.ndarray
     coulomb: np.ndarray | None = None
+
+    def __post_init__(self):
+        """Checks and converts every field: InputError naming it (shape, first bad entry)."""
+        t = arguments.array("t", self.t, (None,))
+        q = arguments.array("q", self.q, (len(t), None))
+        shape = (len(t), q.shape[1])
+        fields = dict(t=t, q=q, **{name: arguments.array(name, getattr(self, name), shape)
+                                   for name in ("qd", "qdd", "tau")})
+        if self.coulomb is not None:
+            fields["coulomb"] = arguments.array("coulomb", self.coulomb, shape)
+        for name, value in fields.items():
+            object.__setattr__(self, name, value)
 
     def __len__(self):
         return len(self.t)
@@ -89,11 +104,16 @@ def filter_recording(t, q, qd, tau, cutoff=10.0, order=4, decimate=None, trim=No
     sample (default k = floor(fs / (5 cutoff)): above 2x the filtered bandwidth, fewer
     correlated rows). Raises InputError naming the bad argument.
     """
-    t = np.asarray(t, dtype=float)
-    arrays = [None if a is None else np.asarray(a, dtype=float) for a in (q, qd, tau)]
+    t = arguments.array("t", t, (None,))
+    arrays = [None if a is None else arguments.array(name, a, (len(t), None))
+              for name, a in zip(("q", "qd", "tau"), (q, qd, tau))]
     _check_recording(t, arrays)
+    order = arguments.count("order", order, 1)
+    decimate = None if decimate is None else arguments.count("decimate", decimate, 1)
+    trim = None if trim is None else arguments.count("trim", trim, 0)
     t, (q, qd, tau), dt = _uniform(t, arrays)
     fs = 1.0 / dt
+    cutoff = arguments.scalar("cutoff", cutoff)
     if not 0 < cutoff < 0.5 * fs:
         raise InputError(f"cutoff {cutoff} Hz must be in (0, fs/2 = {0.5 * fs:.4g} Hz)")
     sos = scipy.signal.butter(order, cutoff / (0.5 * fs), output="sos")
@@ -112,20 +132,16 @@ def filter_recording(t, q, qd, tau, cutoff=10.0, order=4, decimate=None, trim=No
 
 def _check_recording(t, arrays):
     names = ("q", "qd", "tau")
-    if t.ndim != 1 or len(t) < 8:
+    if len(t) < 8:
         raise InputError(f"t must be 1-D with at least 8 samples, got shape {t.shape}")
-    if not np.isfinite(t).all() or np.any(np.diff(t) <= 0):
+    if np.any(np.diff(t) <= 0):
         raise InputError("t must be finite and strictly increasing")
     for name, a in zip(names, arrays):
-        if a is None:
-            if name != "qd":
-                raise InputError(f"{name} is required")
-            continue
-        if a.ndim != 2 or a.shape[0] != len(t) or a.shape[1] != arrays[0].shape[1]:
-            raise InputError(f"{name} must have shape ({len(t)}, n), got {a.shape}")
-        if not np.isfinite(a).all():
-            i, j = np.argwhere(~np.isfinite(a))[0]
-            raise InputError(f"{name}[{i}, {j}] is {a[i, j]}")
+        if a is None and name != "qd":
+            raise InputError(f"{name} is required")
+        if a is not None and a.shape[1] != arrays[0].shape[1]:
+            raise InputError(f"{name} must have shape ({len(t)}, {arrays[0].shape[1]}) like "
+                             f"q, got {a.shape}")
 
 
 # ----------------------------------------------------------------------------- least squares
@@ -139,7 +155,11 @@ class Identification:
     regressor; pi (p,) full parameters (consistent fit if ``consistent``); beta_of_pi
     (p_b,) = B pi (differs from beta only for a consistent fit); friction: whether pi ends
     with [viscous, coulomb]; rows: equations used (samples x joints, minus those below
-    min_speed)."""
+    min_speed). pi_unconstrained (p,): the weighted-LS estimate closest to the prior (= pi
+    unless ``consistent``). Consistent fit only (else None): solver ('CLARABEL' / 'SCS'),
+    solver_status ('optimal', ...), optimality_gap (primal minus dual objective, in units of
+    the relative weighted residual |r_w| / |tau_w|: the fit's residual is within it of the
+    best over real bodies), residual (that relative residual at pi)."""
 
     base: object
     beta: np.ndarray
@@ -152,6 +172,11 @@ class Identification:
     consistent: bool
     friction: bool
     rows: int
+    pi_unconstrained: np.ndarray | None = None
+    solver: str | None = None
+    solver_status: str | None = None
+    optimality_gap: float | None = None
+    residual: float | None = None
 
 
 def regressor_rows(model, samples, friction, progress=None, chunk=2000):
@@ -172,7 +197,7 @@ def regressor_rows(model, samples, friction, progress=None, chunk=2000):
 
 
 def identify(model, samples, friction=True, consistent=False, base=None, prior=None,
-             min_speed=0.0, progress=None):
+             min_speed=0.0, progress=None, margin=1e-6):
     """Identify the base parameters (and a full parameter vector) of ``model``'s structure.
 
     samples: :class:`Samples`; friction: also viscous and Coulomb coefficients per joint;
@@ -180,10 +205,12 @@ def identify(model, samples, friction=True, consistent=False, base=None, prior=N
     parameters the unidentifiable directions are taken from (default: the model's own, i.e.
     the URDF); min_speed (rad/s or m/s): drop the equation of joint j at the samples where
     |qd_j| < min_speed (near velocity reversals the joint may stick, and sign(qd) is then
-    not its friction). Returns :class:`Identification`.
+    not its friction); margin: of the consistent fit (:func:`.consistent_fit.consistent_fit`).
+    Returns :class:`Identification`.
     """
-    base = base or base_parameters(model, friction)
-    prior = model_parameters(model, friction) if prior is None else np.asarray(prior, float)
+    base, prior = _check_identify(model, samples, friction, base, prior)
+    min_speed = arguments.scalar("min_speed", min_speed, 0.0)
+    margin = arguments.scalar("margin", margin, 0.0, 1.0)
     Y = regressor_rows(model, samples, friction, progress)
     W = base.regressor(Y)                                  # (N, n, p_b)
     N, n, pb = W.shape
@@ -206,11 +233,35 @@ def identify(model, samples, friction=True, consistent=False, base=None, prior=N
     Rinv = scipy.linalg.solve_triangular(Rw, np.eye(pb))
     cov = rho2 / (rows - pb) * Rinv @ Rinv.T
     scale = parameter_scale(prior, len(model.body_links), friction)
-    pi = _closest_to_prior(base.matrix, beta, prior, scale)
-    if consistent:
-        pi = _consistent_fit(Rw, zw, base.matrix, prior, pi, scale, len(model.body_links))
-    return Identification(base, beta, np.sqrt(np.diag(cov)), cov, sigma, cond, pi,
-                          base.beta(pi), consistent, friction, rows)
+    free = _closest_to_prior(base.matrix, beta, prior, scale)
+    if not consistent:
+        return Identification(base, beta, np.sqrt(np.diag(cov)), cov, sigma, cond, free,
+                              base.beta(free), False, friction, rows, free)
+    fit = consistent_fit(Rw @ base.matrix, zw, np.sqrt(rho2), prior, len(model.body_links),
+                         margin, start=free)
+    return Identification(base, beta, np.sqrt(np.diag(cov)), cov, sigma, cond, fit.pi,
+                          base.beta(fit.pi), True, friction, rows, free, fit.solver,
+                          fit.status, fit.optimality_gap, fit.residual)
+
+
+def _check_identify(model, samples, friction, base, prior):
+    """-> (base, prior) of :func:`identify` checked against the model; InputError naming the
+    argument otherwise."""
+    if not isinstance(samples, Samples):
+        raise InputError(f"samples must be a Samples (filter_recording), got "
+                         f"{type(samples).__name__}")
+    if samples.q.shape[1] != model.n:
+        raise InputError(f"samples have {samples.q.shape[1]} joints, the model {model.n} "
+                         f"({', '.join(model.joint_names)})")
+    friction = _flag(friction, "friction")
+    names = parameter_names(model, friction)
+    if base is not None and tuple(base.names) != names:
+        raise InputError(f"base: base parameters of another structure ({len(base.names)} "
+                         f"parameters, the model with friction={friction} has {len(names)})")
+    base = base or base_parameters(model, friction)
+    prior = (model_parameters(model, friction) if prior is None
+             else arguments.array("prior", prior, (len(names),)))
+    return base, prior
 
 
 def _qr_ls(W, y):
@@ -256,89 +307,6 @@ def _closest_to_prior(B, beta, prior, scale):
     return prior + scale * corr
 
 
-# ----------------------------------------------------------------------------- consistency
-_TRIU = np.triu_indices(4)
-_DIAG = np.array([k for k, (i, j) in enumerate(zip(*_TRIU)) if i == j])
-
-
-def _upper_cholesky(P):
-    """U upper triangular with positive diagonal, P = U U^T (P positive definite)."""
-    F = np.eye(4)[::-1]
-    L = np.linalg.cholesky(F @ P @ F)
-    return F @ L @ F
-
-
-def _theta_from_pi(pi_bodies):
-    """Log-Cholesky coordinates (nb, 10) of each body: upper entries of U, log of its diagonal.
-    A body that is not strictly consistent is first moved to the nearest P with eigenvalues
-    >= 1e-6 of its largest (1e-9 absolute floor)."""
-    thetas = []
-    for P in pseudo_inertia(pi_bodies):
-        ev, V = np.linalg.eigh(P)
-        ev = np.maximum(ev, max(1e-6 * ev.max(), 1e-9))
-        U = _upper_cholesky(V @ np.diag(ev) @ V.T)
-        th = U[_TRIU].copy()
-        th[_DIAG] = np.log(th[_DIAG])
-        thetas.append(th)
-    return np.array(thetas)
-
-
-def _pi_from_theta(theta):
-    """(pi (nb, 10), dpi/dtheta (nb, 10, 10)) for log-Cholesky coordinates theta (nb, 10)."""
-    nb = theta.shape[0]
-    U = np.zeros((nb, 4, 4))
-    vals = theta.copy()
-    vals[:, _DIAG] = np.exp(np.clip(theta[:, _DIAG], -40.0, 40.0))   # no overflow on LM trials
-    U[:, _TRIU[0], _TRIU[1]] = vals
-    pi = parameters_from_pseudo_inertia(U @ np.swapaxes(U, 1, 2))
-    dpi = np.empty((nb, 10, 10))
-    for k, (i, j) in enumerate(zip(*_TRIU)):
-        E = np.zeros((4, 4))
-        E[i, j] = 1.0
-        dU = E * vals[:, k, None, None]
-        if i != j:
-            dU = np.broadcast_to(E, (nb, 4, 4))
-        dP = dU @ np.swapaxes(U, 1, 2) + U @ np.swapaxes(dU, 1, 2)
-        dpi[:, :, k] = parameters_from_pseudo_inertia(dP)
-    return pi, dpi
-
-
-def _consistent_fit(Rw, zw, B, prior, start, scale, nb, weights=(1e-4, 1e-6, 1e-8, 1e-10, 1e-12)):
-    """min |Rw B pi(x) - zw|^2 + lam |(pi(x) - prior) / scale|^2 over x = [theta, phi]:
-    pi(theta) through P = U U^T per body (U upper triangular, diagonal exp(theta_d): always a
-    real rigid body), friction = phi^2 >= 0. No constraints, so Levenberg-Marquardt
-    (scipy.optimize.least_squares, method 'lm') with the analytic Jacobian.
-
-    |Rw beta - zw|^2 equals the weighted-LS residual up to a constant (Rw from the QR of the
-    weighted base regressor), so the fit is the weighted LS restricted to real bodies. The
-    prior term settles the directions the data cannot see; it also pulls (slightly) on the
-    identifiable ones, so lam decreases over ``weights`` (times mean diag((Rw B S)^T Rw B S)),
-    each fit warm-started from the previous: a continuation that keeps every stage well
-    conditioned and ends with a negligible pull. Starts from ``start`` (the unconstrained
-    estimate), each body moved to the nearest strictly consistent one."""
-    A = Rw @ B
-    nf = len(prior) - 10 * nb
-    theta0 = _theta_from_pi(start[:10 * nb].reshape(nb, 10)).ravel()
-    phi0 = np.sqrt(np.maximum(start[10 * nb:], 1e-6 * scale[10 * nb:]))
-    curvature = float(np.mean(np.sum((A * scale) ** 2, axis=0)))
-
-    def unpack(x):
-        pi_b, dpi = _pi_from_theta(x[:10 * nb].reshape(nb, 10))
-        phi = x[10 * nb:]
-        D = scipy.linalg.block_diag(*dpi, np.diag(2 * phi)) if nf else \
-            scipy.linalg.block_diag(*dpi)
-        return np.concatenate([pi_b.ravel(), phi ** 2]), D
-
-    x = np.concatenate([theta0, phi0])
-    for w in weights:
-        sq = np.sqrt(w * curvature) / scale
-        x = scipy.optimize.least_squares(
-            lambda x: np.concatenate([A @ unpack(x)[0] - zw, sq * (unpack(x)[0] - prior)]), x,
-            jac=lambda x: np.vstack([A @ unpack(x)[1], sq[:, None] * unpack(x)[1]]),
-            method="lm", xtol=1e-10, ftol=1e-10, gtol=1e-12, max_nfev=20 * len(prior)).x
-    return unpack(x)[0]
-
-
 # ----------------------------------------------------------------------------- evaluation
 def predicted_torques(model, pi, samples, friction):
     """tau = Y pi (N, n) over the samples, for full parameters pi in model's structure."""
@@ -357,9 +325,22 @@ def identified_urdf(xml, model, pi, friction):
     the difference, unless that difference is not a real rigid body while the whole body
     is: then the body's link gets it all and the lumped links' masses are set to zero. With
     friction, each joint's ``<dynamics damping friction>`` is set from pi's tail.
-    Returns (xml text, list of notes for the report)."""
-    root = ET.fromstring(xml)
+    Returns (xml text, list of notes for the report). InputError naming the argument for an
+    xml that is not the model's URDF or a pi of the wrong length or not finite."""
+    friction = _flag(friction, "friction")
+    pi = arguments.array("pi", pi, (len(parameter_names(model, friction)),))
+    if not isinstance(xml, str):
+        raise InputError(f"xml must be the URDF text (str), got {type(xml).__name__}")
+    try:
+        root = ET.fromstring(xml)
+    except ET.ParseError as exc:
+        raise InputError(f"xml is not XML: {exc}") from None
     links = {el.get("name"): el for el in root.findall("link")}
+    joints = {el.get("name") for el in root.findall("joint")}
+    missing = [k for k in model.body_links if k not in links]
+    missing += [j for j in (model.joint_names if friction else ()) if j not in joints]
+    if missing:
+        raise InputError(f"xml is not the model's URDF: no link/joint {missing[0]!r}")
     notes = []
     for b, link in enumerate(model.body_links):
         pi_b = np.asarray(pi[10 * b:10 * b + 10], dtype=float)

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import arguments
 from .errors import InputError
 from .regressor import frame_regressor, inertia_from_parameters
 
@@ -50,17 +51,19 @@ def estimate_payload(model, frame, q, tau, qd=None, qdd=None, inertia=None, fric
     friction sticks and slips and sign(qd) is not its torque. Raises InputError if
     the poses cannot determine the mass and CoM (e.g. a single orientation).
     """
-    q = np.atleast_2d(np.asarray(q, dtype=float))
-    tau = np.atleast_2d(np.asarray(tau, dtype=float))
-    if tau.shape != q.shape:
-        raise InputError(f"tau must have the shape of q {q.shape}, got {tau.shape}")
+    q = arguments.rows("q", q, model.n)
+    tau = arguments.rows("tau", tau, model.n, len(q))
     static = qd is None
-    qd = np.zeros_like(q) if static else np.atleast_2d(np.asarray(qd, dtype=float))
-    qdd = np.zeros_like(q) if qdd is None else np.atleast_2d(np.asarray(qdd, dtype=float))
+    qd = np.zeros_like(q) if static else arguments.rows("qd", qd, model.n, len(q))
+    qdd = np.zeros_like(q) if qdd is None else arguments.rows("qdd", qdd, model.n, len(q))
+    min_speed = arguments.scalar("min_speed", min_speed, 0.0)
     Y = frame_regressor(model, q, qd, qdd, frame)                      # (N, n, 10)
     r = tau - model.inverse_dynamics(q, qd, qdd, friction=friction)
     rows = (np.abs(qd) >= min_speed).ravel() if not static else np.ones(r.size, bool)
     W, y = Y.reshape(-1, 10)[rows], r.ravel()[rows]
+    if len(y) < 4:
+        raise InputError(f"{len(y)} equations with |qd| >= min_speed {min_speed}: need at "
+                         "least 4 (more poses or a lower min_speed)")
     if inertia is None:
         inertia = not static and _cond(W) < 1e6
     cols = 10 if inertia else 4

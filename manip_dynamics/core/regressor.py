@@ -41,6 +41,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import arguments
 from .errors import InputError
 
 PARAMETER_NAMES = ("m", "mcx", "mcy", "mcz", "Ixx", "Ixy", "Iyy", "Ixz", "Iyz", "Izz")
@@ -123,6 +124,8 @@ def body_wrench_regressor(w, dw, a):
     w, dw (N, 3): angular velocity (rad/s) and acceleration (rad/s^2); a (N, 3): classical
     acceleration of the body origin O minus gravity (m/s^2); all in body axes. Moment about O.
     """
+    w = arguments.array("w", w, (None, 3))
+    dw, a = (arguments.array(name, x, w.shape) for name, x in (("dw", dw), ("a", a)))
     N = w.shape[0]
     Y = np.zeros((N, 6, 10))
     Sw = skew(w)
@@ -218,10 +221,14 @@ def parameter_names(model, friction=False):
 
 # ----------------------------------------------------------------------------- base parameters
 def random_states(model, count, rng):
-    """(q, qd, qdd) (count, n): q uniform within the position limits (clipped to [-pi, pi]),
-    qd and qdd standard normal. rng: a numpy Generator."""
+    """(q, qd, qdd) (count, n): q uniform within the position limits (clipped to [-pi, pi];
+    [-pi, pi] where the URDF gives none or an empty range, e.g. lower = upper = 0 as in
+    example-robot-data's double pendulum: base parameters from q = 0 alone miss every
+    gravity term that vanishes there), qd and qdd standard normal. rng: a numpy Generator."""
     lo = np.maximum(np.nan_to_num(model.position_lower, neginf=-np.pi), -np.pi)
     hi = np.minimum(np.nan_to_num(model.position_upper, posinf=np.pi), np.pi)
+    empty = lo >= hi
+    lo, hi = np.where(empty, -np.pi, lo), np.where(empty, np.pi, hi)
     q = rng.uniform(lo, hi, (count, model.n))
     return q, rng.normal(size=(count, model.n)), rng.normal(size=(count, model.n))
 
@@ -295,6 +302,9 @@ def base_parameters(model, friction=False, count=None, seed=0, tolerance=1e-8):
     """
     import scipy.linalg
 
+    count = None if count is None else arguments.count("count", count, 1)
+    seed = arguments.count("seed", seed, 0)
+    tolerance = arguments.scalar("tolerance", tolerance, 0.0, 1.0)
     names = parameter_names(model, friction)
     p = len(names)
     count = count or max(50, -(-4 * p // max(model.n, 1)))

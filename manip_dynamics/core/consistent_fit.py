@@ -1,0 +1,179 @@
+"""The physically consistent least-squares fit: a semidefinite program (Wensing, Kim &
+Slotine, "Linear matrix inequalities for physically consistent inertial parameter
+identification", RA-L 2017).
+
+A real rigid body has a positive semidefinite pseudo-inertia ``P(pi_b) = int [r; 1][r; 1]^T
+dm`` (regressor.pseudo_inertia), which is LINEAR in pi_b, so "every body is real" is a set
+of linear matrix inequalities and the weighted least squares restricted to real bodies is
+convex::
+
+    min_pi  | [A pi - z; rho] |           A = R_w B (p_b, p), z = z_w (p_b,)  (R factor of the
+    s.t.    D_b P(pi_b) D_b >= margin 1    QR of the weighted base regressor, rho its residual)
+            viscous, coulomb >= 0
+
+(``|[A pi - z; rho]|`` is the whole weighted residual norm, rho the part no beta reduces).
+Its optimum is a global one, and a conic interior-point solver certifies it with a dual
+bound: the optimality gap reported is primal minus dual objective. Solved with cvxpy
+(which writes the problem in conic form) and Clarabel (an interior-point solver for
+second-order and semidefinite cones); SCS (first-order) if Clarabel fails. Both are
+maintained libraries: scipy has no semidefinite solver, and a hand-written one would
+neither be faster nor certify its optimum.
+
+Scaling, so that the conditioning does not depend on the arm's size or units: per body a
+mass scale m_s and a length scale L_s from the prior (its mass and sqrt(tr Sigma / m), the
+RMS distance of its mass from the body origin; clipped to [1e-2, 1e2] of the arms' median
+where the prior has none), the parameters in units of (m_s, m_s L_s, m_s L_s^2), the LMI as
+``D_b P D_b`` with ``D_b = diag(1/L_s, 1/L_s, 1/L_s, 1) / sqrt(m_s)`` (a congruence: same
+sign), friction in units of the unconstrained estimate's magnitudes (at least 1e-3 of the
+largest), and the residual divided by ``|[z; rho]|`` (the objective is the RELATIVE
+weighted residual).
+
+The data leave the directions outside the base parameters free: a second program takes,
+among the parameters with the fit's ``A pi`` (the same residual), the real ones closest to
+the prior in the scaled metric (the unconstrained fit does the same without the LMIs).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .errors import InputError
+from .regressor import pseudo_inertia
+
+_PSD_VEC = np.stack([pseudo_inertia(e).ravel() for e in np.eye(10)], axis=1)   # (16, 10)
+
+
+@dataclass(frozen=True)
+class ConsistentFit:
+    """pi (p,) the fit; status of the solver on the fit ('optimal', 'optimal_inaccurate');
+    solver ('CLARABEL' or 'SCS'); residual: relative weighted residual at pi (the
+    objective); optimality_gap: primal minus dual objective of the fit (same units: a
+    bound on how far the residual is from the best one over real bodies); prior_status:
+    the solver's status on the closest-to-prior stage ('skipped' if it failed: then pi
+    is the fit's own)."""
+
+    pi: np.ndarray
+    status: str
+    solver: str
+    residual: float
+    optimality_gap: float
+    prior_status: str
+
+
+def body_scales(prior, nb):
+    """(m_s (nb,) kg, L_s (nb,) m): each body's mass and RMS distance of its mass from the
+    origin, sqrt(tr Sigma / m), in the prior; where the prior has no (positive) value, the
+    median of the others (1 kg, 0.1 m if none), and clipped to [1e-2, 1e2] x that median."""
+    bodies = np.asarray(prior[:10 * nb], dtype=float).reshape(nb, 10)
+    m = bodies[:, 0]
+    tr_sigma = np.trace(pseudo_inertia(bodies)[:, :3, :3], axis1=1, axis2=2)
+    ok_m = np.isfinite(m) & (m > 0)
+    m_med = float(np.median(m[ok_m])) if ok_m.any() else 1.0
+    m_s = np.clip(np.where(ok_m, m, m_med), 1e-2 * m_med, 1e2 * m_med)
+    L = np.sqrt(np.where(ok_m & (tr_sigma > 0), tr_sigma / np.where(ok_m, m, 1.0), 0.0))
+    ok_L = L > 0
+    L_med = float(np.median(L[ok_L])) if ok_L.any() else 0.1
+    return m_s, np.clip(np.where(ok_L, L, L_med), 1e-2 * L_med, 1e2 * L_med)
+
+
+def _scales(A, prior, nb, start):
+    """Per-parameter scale s (p,) and the scaled LMI maps G_b (nb, 16, 10): vec(D_b P D_b) =
+    G_b x_b with pi_b = s_b x_b. Friction: |start| (the unconstrained estimate; at least
+    1e-3 of its largest), else columns of the inertial columns' median norm."""
+    m_s, L_s = body_scales(prior, nb)
+    powers = np.array([0, 1, 1, 1, 2, 2, 2, 2, 2, 2])
+    s_body = m_s[:, None] * L_s[:, None] ** powers                         # (nb, 10)
+    d = np.concatenate([np.repeat(1.0 / L_s[:, None], 3, axis=1), np.ones((nb, 1))], axis=1)
+    d = d / np.sqrt(m_s)[:, None]                                          # diag of D_b
+    DD = (d[:, :, None] * d[:, None, :]).reshape(nb, 16)
+    G = DD[:, :, None] * _PSD_VEC[None] * s_body[:, None, :]
+    s = s_body.ravel()
+    nf = A.shape[1] - 10 * nb
+    if nf:
+        norms = np.linalg.norm(A, axis=0)
+        inertial = norms[:10 * nb] * s
+        ref = float(np.median(inertial[inertial > 0])) if (inertial > 0).any() else 1.0
+        fr = norms[10 * nb:]
+        s_f = np.where(fr > 0, ref / np.where(fr > 0, fr, 1.0), 1.0)
+        mag = np.abs(start[10 * nb:]) if start is not None else np.zeros(nf)
+        if mag.max() > 0:
+            s_f = np.maximum(mag, 1e-3 * mag.max())
+        s = np.concatenate([s, s_f])
+    return s, G
+
+
+def consistent_fit(A, z, rho, prior, nb, margin=1e-6, start=None):
+    """The semidefinite fit of the module docstring -> :class:`ConsistentFit`.
+
+    A (p_b, p), z (p_b,), rho >= 0: min |[A pi - z; rho]| is the weighted least squares
+    (identification._qr_ls of the weighted base regressor, A = R_w B); prior (p,): the
+    parameters the unidentifiable directions are taken from; nb bodies (10 columns each,
+    then friction columns, constrained >= 0); margin: the scaled pseudo-inertias D_b P D_b
+    must have eigenvalues >= margin (1e-6: no body on the boundary, which a URDF parser
+    would read as a flat body); start (p,) or None: the unconstrained estimate, whose
+    friction magnitudes scale the friction columns (the prior's friction is often 0, and
+    the friction torque of a small arm can dwarf its inertial torques). InputError if no
+    solver finds the optimum."""
+    import cvxpy as cp
+
+    A, z, prior = (np.asarray(a, dtype=float) for a in (A, z, prior))
+    p = A.shape[1]
+    s, G = _scales(A, prior, nb, start)
+    norm = float(np.sqrt(z @ z + rho ** 2)) or 1.0
+    A_s, z_s, rho_s = A * s / norm, z / norm, float(rho) / norm
+    x = cp.Variable(p)
+    real = [cp.reshape(G[b] @ x[10 * b:10 * b + 10], (4, 4), order="F") >> margin * np.eye(4)
+            for b in range(nb)]
+    if p > 10 * nb:
+        real.append(x[10 * nb:] >= 0)
+    residual = cp.norm(cp.hstack([A_s @ x - z_s, np.array([rho_s])]))
+    fit = cp.Problem(cp.Minimize(residual), real)
+    status, solver, gap = _solve(fit, ("CLARABEL", "SCS"))
+    x_fit = np.array(x.value)
+    # the same A x (so the same residual), closest to the prior: V^T x fixed, V an
+    # orthonormal basis of the row space of A_s (better conditioned than A_s x = A_s x_fit)
+    V = np.linalg.svd(A_s, full_matrices=False)[2].T                  # (p, p_b)
+    x_prior = prior / s
+    closest = cp.Problem(cp.Minimize(cp.norm(x - x_prior)), real + [V.T @ x == V.T @ x_fit])
+    try:
+        prior_status = _solve(closest, ("CLARABEL",))[0]
+        x_out = np.array(x.value)
+    except InputError:
+        prior_status, x_out = "skipped", x_fit
+    res = float(np.sqrt(np.sum((A_s @ x_out - z_s) ** 2) + rho_s ** 2))
+    return ConsistentFit(s * x_out, status, solver, res, gap, prior_status)
+
+
+_OPTIONS = {"CLARABEL": dict(tol_gap_abs=1e-10, tol_gap_rel=1e-10, tol_feas=1e-10,
+                             max_iter=200),
+            "SCS": dict(eps_abs=1e-9, eps_rel=1e-9, max_iters=20000)}
+
+
+def _solve(problem, solvers):
+    """(status, solver, primal - dual objective) of ``problem`` solved by the first of
+    ``solvers`` that reaches an optimum; the variables hold the solution. InputError if
+    none does. Through cvxpy's get_problem_data / solve_via_data / unpack_results rather
+    than Problem.solve: solve() keeps neither Clarabel's dual objective nor SCS's."""
+    import cvxpy as cp
+
+    tried = []
+    for solver in solvers:
+        opts = _OPTIONS[solver]
+        try:
+            data, chain, inverse = problem.get_problem_data(getattr(cp, solver))
+            raw = chain.solve_via_data(problem, data, False, False, opts)
+            for item in inverse:              # cvxpy's invert reads the options it was given
+                if hasattr(item, "solver_options"):
+                    item.solver_options = {}
+            problem.unpack_results(raw, chain, inverse)
+        except (cp.error.SolverError, ValueError, ArithmeticError) as exc:
+            tried.append(f"{solver}: {exc}")
+            continue
+        if problem.status in ("optimal", "optimal_inaccurate"):
+            gap = (raw.obj_val - raw.obj_val_dual if solver == "CLARABEL"
+                   else raw["info"]["pobj"] - raw["info"]["dobj"])
+            return problem.status, solver, float(gap)
+        tried.append(f"{solver}: {problem.status}")
+    raise InputError("the physically consistent fit found no optimum (" + "; ".join(tried)
+                     + "): the data may not determine the base parameters")

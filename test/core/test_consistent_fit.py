@@ -1,0 +1,113 @@
+"""The physically consistent fit (core/consistent_fit.py, a semidefinite program) on
+example-robot-data arms the rest of the suite does not identify.
+
+Truth: a physically consistent perturbation of the arm's URDF (consistent_truth.perturbed:
+masses x 0.8-1.25, centres of mass moved up to 5 mm, inertias strictly physical) with
+random joint friction; torques from Pinocchio's rnea of the perturbed URDF at random
+states (never from the code under test). Held-out error: |Y pi - tau_true| / |tau_true|
+over states the fit did not see. benchmarks/bench_consistent_fit.py runs every arm with
+more states (the table in docs/identification.md).
+"""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+from manip_dynamics import RobotModel
+from manip_dynamics.core import identification as I
+from manip_dynamics.core import regressor as R
+
+from .consistent_truth import arm_path, perturbed, recording, scaled
+
+pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
+
+ARMS = ("so_arm_description/urdf/so101.urdf", "ur_description/urdf/ur5_robot.urdf",
+        "z1_description/urdf/z1.urdf")
+
+
+def case(rel, noise, seed=0, fit_states=400, held_states=200, scale=(1.0, 1.0)):
+    """(model, fit Samples, held-out Samples, noise-free held-out tau, true pi with friction);
+    scale: (length, mass) factors applied to the URDF first."""
+    with open(arm_path(rel), encoding="utf-8") as f:
+        xml = scaled(f.read(), *scale)
+    rng = np.random.default_rng(seed)
+    true_xml = perturbed(xml, rng)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = RobotModel.from_urdf_string(xml)
+        true = RobotModel.from_urdf_string(true_xml)
+    viscous, coulomb = rng.uniform(0.01, 0.1, model.n), rng.uniform(0.01, 0.1, model.n)
+    N = fit_states + held_states
+    q, qd, qdd, tau = recording(true_xml, N, rng, viscous, coulomb)
+    measured = tau + noise * np.sqrt(np.mean(tau ** 2, axis=0)) * rng.normal(size=tau.shape)
+    fit, held = I.Samples(np.arange(N) * 1e-3, q, qd, qdd, measured).split(fit_states / N)
+    pi_true = np.concatenate([R.model_parameters(true), viscous, coulomb])
+    return model, fit, held, tau[fit_states:], pi_true
+
+
+def held_out_error(model, pi, held, tau_true):
+    pred = I.predicted_torques(model, pi, held, True)
+    return float(np.linalg.norm(pred - tau_true) / np.linalg.norm(tau_true))
+
+
+@pytest.fixture(scope="module", params=ARMS, ids=lambda rel: rel.split("/")[-1])
+def noise_free(request):
+    model, fit, held, tau, pi_true = case(request.param, 0.0)
+    return model, held, tau, pi_true, I.identify(model, fit, friction=True, consistent=True)
+
+
+def test_noise_free_data_reach_the_truth(noise_free):
+    """Held-out torques to 1e-6 (measured below 1e-10), every body
+    real (P >= 0), friction >= 0, the solver's optimum certified (primal - dual < 1e-8)."""
+    model, held, tau, pi_true, result = noise_free
+    assert result.solver_status == "optimal" and abs(result.optimality_gap) < 1e-8
+    assert held_out_error(model, result.pi, held, tau) < 1e-6
+    nb = len(model.body_links)
+    assert R.physically_consistent(result.pi[:10 * nb].reshape(nb, 10)).all()
+    assert (result.pi[10 * nb:] >= 0).all()
+    # base parameters: a poorly excited one carries little torque (measured 2e-6 of the
+    # largest, so101)
+    assert np.abs(result.base.beta(result.pi) - result.base.beta(pi_true)).max() < (
+        1e-5 * np.abs(result.base.beta(pi_true)).max())
+
+
+def test_the_prior_fills_the_unidentifiable_directions(noise_free):
+    """With the truth as the prior the fit is the truth itself, unidentifiable directions
+    included: the truth fits the data and is at distance 0 from the prior."""
+    model, held, tau, pi_true, result = noise_free
+    samples = I.Samples(held.t, held.q, held.qd, held.qdd, tau)
+    again = I.identify(model, samples, friction=True, consistent=True, prior=pi_true)
+    # measured 1.3e-6 to 1.1e-5 of the largest (the interior point's tolerance, on
+    # parameters that move the torques little; 1.1e-5 with OpenBLAS's Prescott kernel)
+    assert np.abs(again.pi - pi_true).max() < 1e-4 * np.abs(pi_true).max()
+    # the URDF prior instead: other full parameters (not the truth), the same torques
+    assert np.abs(result.pi - pi_true).max() > 1e-2 * np.abs(pi_true).max()
+
+
+@pytest.mark.parametrize("rel", ARMS, ids=lambda rel: rel.split("/")[-1])
+def test_with_noise_as_good_as_the_unconstrained_fit(rel):
+    """1e-3 relative torque noise: held-out error within 1.1x of the unconstrained fit's
+    (which is not a real arm here: some bodies have P not >= 0)."""
+    model, fit, held, tau, _ = case(rel, 1e-3, seed=1)
+    result = I.identify(model, fit, friction=True, consistent=True)
+    free = held_out_error(model, result.pi_unconstrained, held, tau)
+    consistent = held_out_error(model, result.pi, held, tau)
+    assert consistent <= 1.1 * free, (consistent, free)
+    assert result.solver_status == "optimal" and abs(result.optimality_gap) < 1e-8
+
+
+@pytest.mark.parametrize("scale", [(30.0, 3e4), (0.03, 3e-5)], ids=["giant", "tiny"])
+def test_the_arm_s_size_does_not_matter(scale):
+    """The SO-101 (0.1 kg links, 0.1 m) made 30x longer and 3e4x heavier (3 m, 3 t links),
+    or 30x shorter and lighter: the same accuracy noise-free and with noise, certified
+    optimum (the problem is scaled by the prior's masses and lengths)."""
+    rel = ARMS[0]
+    for noise, bound in ((0.0, 1e-6), (1e-3, None)):
+        model, fit, held, tau, _ = case(rel, noise, seed=2, scale=scale)
+        result = I.identify(model, fit, friction=True, consistent=True)
+        assert result.solver_status == "optimal" and abs(result.optimality_gap) < 1e-8
+        error = held_out_error(model, result.pi, held, tau)
+        free = held_out_error(model, result.pi_unconstrained, held, tau)
+        assert error < (bound or 1.1 * free), (noise, error, free)
