@@ -221,7 +221,7 @@ class RobotModel:
         self._frame(frame)
         m = _real(mass, "mass")
         if not np.isfinite(m) or m < 0:
-            raise InputError(f"payload mass must be finite and >= 0, got {mass!r}")
+            raise InputError(f"payload mass must be finite and >= 0, got {m}")
         c = _vector3(com, "com")
         I = np.zeros((3, 3)) if inertia is None else _as_float(inertia, "inertia")
         if I.shape != (3, 3) or not np.isfinite(I).all():
@@ -610,10 +610,10 @@ class RobotModel:
         fb, X = self._frame(frame)
         d = _real(damping, "damping")
         if not math.isfinite(d) or d < 0:
-            raise InputError(f"damping must be finite and >= 0, got {damping!r}")
+            raise InputError(f"damping must be finite and >= 0, got {d}")
         dc = _real(damping_condition, "damping_condition")
         if math.isnan(dc) or dc < 0:
-            raise InputError(f"damping_condition must be >= 0, got {damping_condition!r}")
+            raise InputError(f"damping_condition must be >= 0, got {dc}")
         return fb, X, 3 if _flag(linear_only, "linear_only") else 6, d, dc
 
     def _raise_if_singular(self, sing, cond, frame):
