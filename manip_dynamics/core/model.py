@@ -170,6 +170,9 @@ class RobotModel:
         "prismatic joint (mimic joints included); links below it on fixed joints are lumped into "
         "it. The body frame is that link's frame."))
 
+    body_joint_names = property(lambda self: self._s.full_joint_names, doc=(
+        "the joint moving each body of body_links (same order; mimic joints included)"))
+
     def frame_body(self, frame):
         """(b, X_body_frame): index into body_links of the body carrying link ``frame`` (-1 if
         fixed to the root) and the link's constant 4x4 pose in that body's frame (a copy)."""
@@ -502,9 +505,13 @@ class RobotModel:
             s = int(np.argmax(status))
             if status[s] == K.OVERFLOW:
                 raise self._overflow(what, s, inputs)
+            d = np.diagonal(self.mass_matrix(inputs["q"][s]))
+            still = [j for j, x in zip(self.joint_names, d) if x <= 1e-12 * max(d.max(), 1e-300)]
             raise SingularConfigurationError(
-                f"mass matrix is not positive definite (state {s}): some joint moves no mass; "
-                f"joints with a massless subtree: {_tuple_names(self._massless_joints()) or 'none'}")
+                f"mass matrix is not positive definite (state {s}): some joint moves no mass "
+                f"or inertia; joints moving none about their axis here (M_ii = 0): "
+                f"{_tuple_names(still) or 'none alone'}; joints with a massless subtree: "
+                f"{_tuple_names(self._massless_joints()) or 'none'}")
 
     def _massless_joints(self):
         """Joints whose subtree has neither mass nor rotational inertia (M loses rank)."""
