@@ -104,6 +104,11 @@ def test_singular_mass_matrix_degrades_instead_of_going_silent(node_process, ros
     assert res.success and np.allclose(res.effort, g, rtol=0, atol=1e-12), res.message
     res = call(srv.GetMassMatrix, "get_mass_matrix", position=Q.tolist())
     assert res.success and np.allclose(np.reshape(res.mass_matrix, (3, 3)), M, atol=1e-12)
+    res = call(srv.InverseDynamics, "inverse_dynamics", position=Q.tolist(),
+               velocity=QD.tolist(), acceleration=[1.0, -1.0, 2.0])
+    model = pin.buildModelFromUrdf(str(path))
+    tau = pin.rnea(model, model.createData(), Q, QD, np.array([1.0, -1.0, 2.0]))
+    assert res.success and np.allclose(res.effort, tau, rtol=0, atol=1e-12), res.message
     for srv_type, name, fields in [
             (srv.GetEffectiveInertia, "get_effective_inertia", dict(frame="tool")),
             (srv.ForwardDynamics, "forward_dynamics",
