@@ -108,7 +108,8 @@ class DynamicsNode(Node):
         # listener(snapshot, msg, q, qd, terms) with msg the JointState as received, q and qd
         # in model order (qd None for a position-only state), terms the core's DynamicsTerms
         # (None without velocities). A listener's exception costs only that listener.
-        # States skipped by latest-wins (or for bad input) do not reach the listeners.
+        # States skipped by latest-wins (or for bad input) do not reach the listeners, nor
+        # do states whose M(q) is singular (the observer needs M^-1; rules.singular_mass).
         self.state_listeners: list[Callable] = []
 
         try:
