@@ -103,7 +103,7 @@ $(STAMPS)/interfaces: $(STAMPS)/venv $(IFACE_SOURCES)
 	@touch $@
 
 # 3. This package, editable (the venv imports the working tree).
-$(STAMPS)/editable: $(STAMPS)/venv setup.py setup.cfg package.xml
+$(STAMPS)/editable: $(STAMPS)/venv setup.py setup.cfg pyproject.toml package.xml
 	@echo "pip install -e . (editable, no deps)"
 	@$(LOCK) "$(PY)" -m pip install -q --progress-bar off --disable-pip-version-check \
 		--no-deps --no-build-isolation -e .

@@ -5,8 +5,8 @@ rclpy. ROS 2 nodes live in :mod:`manip_dynamics.nodes`.
 """
 from .core import ContactDetector, MomentumObserver, contact_point, tip_wrench
 from .core import (DynamicsTerms, InertiaEllipsoid, InputError, ManipDynamicsError,
-                   InertiaWarning, MasslessLinkWarning, NonFiniteResultError, RobotModel,
-                   SingularConfigurationError,
+                   InertiaWarning, MasslessLinkWarning, MissingDependencyError,
+                   MissingExtraError, NonFiniteResultError, RobotModel, SingularConfigurationError,
                    UnknownFrameError, UnsupportedJointError, URDFError)
 # identification API (``identify`` itself stays in manip_dynamics.core: the package name
 # ``manip_dynamics.identify`` is the CLI module, python -m manip_dynamics.identify)
@@ -18,6 +18,7 @@ from .core import (BaseParameters, FourierTrajectory, Identification, PayloadEst
 __all__ = ["RobotModel", "DynamicsTerms", "InertiaEllipsoid", "ManipDynamicsError",
            "URDFError", "UnsupportedJointError", "InputError", "UnknownFrameError",
            "SingularConfigurationError", "NonFiniteResultError", "MasslessLinkWarning", "InertiaWarning"]
+__all__ += ["MissingDependencyError", "MissingExtraError"]
 __all__ += ["MomentumObserver", "ContactDetector", "tip_wrench", "contact_point"]
 __all__ += ["BaseParameters", "base_parameters", "frame_regressor", "joint_torque_regressor",
             "model_parameters", "parameter_names", "Identification", "Samples",

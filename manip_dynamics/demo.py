@@ -98,6 +98,19 @@ OBSERVER = {'observer.effort_timing': 'held', 'observer.gains': '[100.0]',
 K_O = 100.0
 
 
+def require_parts(prog, *extras):
+    """Exit with one line (status 2) unless ROS 2 and the optional packages ``extras``
+    (top-level names in manip_dynamics.core.extras.EXTRAS) are installed; imports none."""
+    from manip_dynamics.core.errors import MissingDependencyError
+    from manip_dynamics.core.extras import require_extras, require_ros
+    try:
+        require_ros(prog)
+        require_extras(prog, *extras)
+    except MissingDependencyError as e:
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(2)
+
+
 def _ros_environment():
     os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
     os.environ.pop('ROS_LOCALHOST_ONLY', None)
@@ -731,6 +744,7 @@ def main(argv=None):
     parser.add_argument('--output', default='demo_output')
     parser.add_argument('--no-render', action='store_true', help='skip the MuJoCo pictures')
     args = parser.parse_args(argv)
+    require_parts('python -m manip_dynamics.demo', 'mujoco', 'matplotlib', 'PIL')
     _ros_environment()
     t_start = time.monotonic()
 

@@ -35,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
-from manip_dynamics.demo import Recorder, _ros_environment, _start, _stop
+from manip_dynamics.demo import Recorder, _ros_environment, _start, _stop, require_parts
 
 # The plant's truth (documented in the README): per-link factors of mass and of the CoM
 # offset, magnitudes 10-30%, signs mixed; a payload on the flange.
@@ -278,6 +278,8 @@ def main(argv=None):
                         help='SLSQP iterations optimising the excitation (default 5; a '
                              'count, not a time, so the run does not depend on the load)')
     args = parser.parse_args(argv)
+    require_parts('python -m manip_dynamics.demo_identification', 'mujoco', 'matplotlib',
+                  'mcap', 'mcap_ros2')
     _ros_environment()
     t_start = time.monotonic()
     import warnings

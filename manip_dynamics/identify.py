@@ -174,9 +174,9 @@ def _report(model, result, fit, held, before, after, notes, elapsed):
 
 def plot(path, joint_names, samples, before, after):
     """Measured tau against the URDF's and the identified model's predictions, per joint."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from .core.extras import import_extra
+    import_extra("matplotlib", __name__).use("Agg")
+    plt = import_extra("matplotlib.pyplot", __name__)
 
     n = len(joint_names)
     fig, axes = plt.subplots(n, 1, figsize=(9, 1.8 * n + 0.6), sharex=True, squeeze=False)
@@ -208,7 +208,10 @@ def _print_summary(report):
 def main(argv=None):
     args = _parser().parse_args(argv)
     from .core.errors import ManipDynamicsError
+    from .core.extras import import_extra
     try:
+        if not args.no_plot:       # before the fit, not after it
+            import_extra("matplotlib", "the torque plot (--no-plot skips it)")
         report, model, data, before, after = run(args)
     except (ManipDynamicsError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)

@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from .core.errors import InputError
+from .core.extras import import_extra
 
 TOPIC = "/joint_states"
 SCHEMA_NAME = "sensor_msgs/msg/JointState"
@@ -75,7 +76,7 @@ def write_joint_states(path, t, names, position, velocity=None, effort=None, top
 
     t (N,) s since the epoch (header.stamp and log time, rounded to ns); names (n,); position, velocity,
     effort (N, n) (velocity / effort None: empty arrays in the messages)."""
-    from mcap_ros2.writer import Writer
+    Writer = import_extra("mcap_ros2.writer", __name__).Writer
 
     t = np.asarray(t, dtype=float)
     arrays = [None if a is None else np.asarray(a, dtype=float)
@@ -103,7 +104,8 @@ def bag_files(path) -> list:
 
     ``path``: an MCAP file (itself); a rosbag2 bag directory or its ``metadata.yaml``:
     the files the metadata lists (``relative_file_paths``), or every ``*.mcap`` in the
-    directory in name order when it has no metadata. InputError for a bag in another
+    directory in split order (``bag_9`` before ``bag_10``) when it has no metadata or
+    PyYAML (which comes with ROS 2) is not installed. InputError for a bag in another
     storage (``storage_identifier`` not mcap), files compressed whole
     (``compression_mode: FILE``), a listed file that is missing, or no MCAP file at all."""
     p = Path(path)
@@ -112,11 +114,13 @@ def bag_files(path) -> list:
     if not p.is_dir():
         return [p]
     meta = p / "metadata.yaml"
-    if not meta.is_file():
-        files = sorted(p.glob("*.mcap"))
+    try:
+        import yaml                 # (PyYAML: with ROS 2; else the files in name order)
+    except ImportError:
+        yaml = None
+    if not meta.is_file() or yaml is None:
+        files = sorted(p.glob("*.mcap"), key=_split_index)
     else:
-        import yaml
-
         info = (yaml.safe_load(meta.read_text(encoding="utf-8")) or {}).get(
             "rosbag2_bagfile_information") or {}
         storage = info.get("storage_identifier", "mcap")
@@ -135,6 +139,12 @@ def bag_files(path) -> list:
         raise InputError(f"{p}: a directory with no .mcap file (expected the bag directory "
                          "ros2 bag record -s mcap writes, or an MCAP file)")
     return files
+
+
+def _split_index(path: Path):
+    """Sort key of rosbag2's split files: ``bag_10.mcap`` after ``bag_9.mcap``."""
+    stem, _, index = path.stem.rpartition("_")
+    return (stem, int(index)) if index.isdigit() else (path.stem, -1)
 
 
 def read_joint_states(path, topic=TOPIC):
@@ -164,8 +174,8 @@ def _read_file(path, topic, first: dict) -> list:
     """Rows (log time ns, stamp ns, position, velocity, effort) of one MCAP file, in the
     joint order of the recording's first message (``first``: its names and index, set by
     the first file that has one)."""
-    from mcap.reader import make_reader
-    from mcap_ros2.decoder import DecoderFactory
+    make_reader = import_extra("mcap.reader", __name__).make_reader
+    DecoderFactory = import_extra("mcap_ros2.decoder", __name__).DecoderFactory
 
     rows = []
     with open(path, "rb") as f:
@@ -214,8 +224,10 @@ class SerializedJointStateWriter:
     still read in order)."""
 
     def __init__(self, path, topic=TOPIC):
-        from mcap.well_known import MessageEncoding, SchemaEncoding
-        from mcap.writer import CompressionType, Writer
+        well_known = import_extra("mcap.well_known", __name__)
+        MessageEncoding, SchemaEncoding = well_known.MessageEncoding, well_known.SchemaEncoding
+        mcap_writer = import_extra("mcap.writer", __name__)
+        CompressionType, Writer = mcap_writer.CompressionType, mcap_writer.Writer
 
         self.path, self.topic, self.count = str(path), topic, 0
         self._file = open(self.path, "wb")

@@ -143,6 +143,11 @@ def test_reads_a_bag_directory_split_into_several_files(tmp_path):
     assert rec.bag_files(bag) == [bag / "bag_0.mcap", bag / "bag_1.mcap"]
     (bag / "metadata.yaml").unlink()
     assert np.array_equal(rec.read_joint_states(bag).position, q)
+    split = tmp_path / "split"
+    split.mkdir()
+    for k in (10, 9, 0):
+        (split / f"bag_{k}.mcap").touch()
+    assert [f.name for f in rec.bag_files(split)] == ["bag_0.mcap", "bag_9.mcap", "bag_10.mcap"]
 
 
 def test_bag_directories_it_cannot_read_are_refused_with_the_reason(tmp_path):

@@ -1,6 +1,7 @@
 """ROS-free dynamics core: URDF parsing, the frozen RobotModel, numba algorithms."""
 from .errors import (InputError, ManipDynamicsError, InertiaWarning, MasslessLinkWarning,
-                     NonFiniteResultError, SingularConfigurationError, UnknownFrameError, UnsupportedJointError,
+                     MissingDependencyError, MissingExtraError, NonFiniteResultError,
+                     SingularConfigurationError, UnknownFrameError, UnsupportedJointError,
                      URDFError)
 from .model import DynamicsTerms, InertiaEllipsoid, RobotModel
 from .observer import MomentumObserver, ObserverStep
@@ -15,6 +16,7 @@ from .payload import PayloadEstimate, estimate_payload
 __all__ = ["RobotModel", "DynamicsTerms", "InertiaEllipsoid", "ManipDynamicsError",
            "URDFError", "UnsupportedJointError", "InputError", "UnknownFrameError",
            "SingularConfigurationError", "NonFiniteResultError", "MasslessLinkWarning", "InertiaWarning"]
+__all__ += ["MissingDependencyError", "MissingExtraError"]
 __all__ += ["MomentumObserver", "ObserverStep", "ContactDetector", "ContactState",
             "ContactPoint", "WrenchEstimate", "ArmTopology", "arm_topology", "contact_point",
             "tip_wrench"]

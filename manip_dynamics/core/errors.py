@@ -8,7 +8,9 @@
     ├── InputError(ValueError)              wrong shape, non-finite value, bad joint names
     ├── UnknownFrameError(KeyError)         a frame (link) name the model does not know
     ├── SingularConfigurationError          J M^-1 J^T (or M) is singular at this state
-    └── NonFiniteResultError(ArithmeticError)  finite inputs whose result overflows to inf/NaN
+    ├── NonFiniteResultError(ArithmeticError)  finite inputs whose result overflows to inf/NaN
+    └── MissingDependencyError(ImportError)    an optional part's library is not installed
+        └── MissingExtraError                  ... one that ``pip install "manip_dynamics[extra]"`` brings
 
 Every result the core returns is finite except the documented ``+inf`` (condition
 numbers, ellipsoid eigenvalues, effective masses): callers need not re-check.
@@ -55,6 +57,17 @@ class NonFiniteResultError(ManipDynamicsError, ArithmeticError):
     argument. Not an InputError: each input is valid on its own."""
 
 
+class MissingDependencyError(ManipDynamicsError, ImportError):
+    """An optional part of the package needs a library that is not installed (ROS 2 for the
+    nodes); the one-line message says what needs it and how to get it. An ImportError, so
+    ``except ImportError`` still catches it; ``name`` is the missing module."""
+
+
+class MissingExtraError(MissingDependencyError):
+    """The missing library comes with one of the package's pip extras: the message ends in
+    ``pip install "manip_dynamics[<extra>]"`` (:mod:`manip_dynamics.core.extras`)."""
+
+
 class MasslessLinkWarning(UserWarning):
     """Joints that move no mass and no inertia (nothing below them has an <inertial>): their
     row of M(q) is zero, M is singular."""
@@ -75,6 +88,8 @@ __all__ = [
     "UnknownFrameError",
     "SingularConfigurationError",
     "NonFiniteResultError",
+    "MissingDependencyError",
+    "MissingExtraError",
     "MasslessLinkWarning",
     "InertiaWarning",
 ]

@@ -18,10 +18,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import mujoco
 import numpy as np
 
+from manip_dynamics.core.extras import import_extra
 from manip_dynamics.sim.scene import INTEGRATOR_ENUM, SceneOptions, build_model
+
+mujoco = import_extra("mujoco", __name__)
 
 CONTACT_ROWS = (mujoco.mjtConstraint.mjCNSTR_CONTACT_FRICTIONLESS,
                 mujoco.mjtConstraint.mjCNSTR_CONTACT_PYRAMIDAL,

@@ -14,8 +14,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import mujoco
 import numpy as np
+
+from manip_dynamics.core.extras import import_extra
+
+mujoco = import_extra("mujoco", __name__)
 
 
 @dataclass
@@ -58,7 +61,8 @@ def render_states(renderer, m, qadr, states, camera: Camera) -> list:
 
 
 def _labelled(frame, label):
-    from PIL import Image, ImageDraw
+    Image = import_extra("PIL.Image", __name__)
+    ImageDraw = import_extra("PIL.ImageDraw", __name__)
     image = Image.fromarray(frame)
     if label:
         draw = ImageDraw.Draw(image)

@@ -31,8 +31,11 @@ import re
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 
-import mujoco
 import numpy as np
+
+from manip_dynamics.core.extras import import_extra
+
+mujoco = import_extra("mujoco", __name__)
 
 # MuJoCo's warnings (e.g. "equal lower and upper limits", an unstable state) go to the
 # "mujoco" Python logger instead of MUJOCO_LOG.TXT in the working directory.

@@ -13,6 +13,7 @@ skipped sample changes nothing, a bridged gap holds r, and any spike would show.
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import threading
 import time
@@ -28,6 +29,7 @@ from std_srvs.srv import Trigger
 from visualization_msgs.msg import Marker, MarkerArray
 
 from manip_dynamics import robots
+from manip_dynamics.rules.dynamics_parameters import SPECS
 from manip_dynamics_interfaces.msg import Contact
 from node_test_helpers import MODULE, param_msg, stamp_ns
 
@@ -85,12 +87,13 @@ class Probe:
                 self.got[topic][stamp_ns(msg.header)] = msg
         return record
 
-    def state(self, effort, dt=PERIOD, names=JOINTS, velocity=True):
-        """Publish one state at rest at Q, stamp advanced by dt (0: the same stamp)."""
+    def state(self, effort, dt=PERIOD, names=JOINTS, velocity=True, qd=None):
+        """Publish one state at Q (at rest, or with velocities ``qd``), stamp advanced by
+        dt (0: the same stamp)."""
         self.t_ns += int(round(dt * 1e9))
         msg = JointState(name=list(names), position=Q.tolist())
         if velocity:
-            msg.velocity = [0.0] * 7
+            msg.velocity = [0.0] * 7 if qd is None else [float(x) for x in qd]
         msg.effort = [float(x) for x in effort]
         msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(self.t_ns, 10 ** 9)
         # one message at a time: publish until the node answered it (gravity_torques with
@@ -157,11 +160,24 @@ def probe(module_ros_node):
         print(ros_utils.read_log(proc, tail=200))
 
 
-def restart(p):
+def restart(p, qd=None):
     """Reset the observer and start it at a fresh sample; -> the start stamp (ns)."""
     assert p.call("reset_observer").success
-    p.state(G - TAU_EXT, dt=1.0)           # 1 s later: a gap anyway
+    p.state(G - TAU_EXT, dt=1.0, qd=qd)    # 1 s later: a gap anyway
     return p.t_ns
+
+
+@contextlib.contextmanager
+def observer_parameters(p, *params):
+    """Set (name, value) pairs for the duration of a ``with``; the table's defaults after."""
+    for (name, _), result in zip(params, p.set(*params)):
+        assert result.successful, f"{name}: {result.reason}"
+    try:
+        yield
+    finally:
+        for (name, _), result in zip(params, p.set(*((n, SPECS[n].default)
+                                                      for n, _ in params))):
+            assert result.successful, f"{name} back to its default: {result.reason}"
 
 
 def test_without_effort_silent_with_one_info_line(probe):
@@ -279,3 +295,200 @@ def test_parameters_effort_meaning_and_enabled(probe):
     time.sleep(0.3)
     assert not probe.has("external_torques", s)
     assert probe.set(("observer.enabled", True))[0].successful
+
+
+# --------------------------------------------------------------------------- observer.*
+# One behaviour test per observer parameter (docs/node.md, "Parameters"): each sets the
+# parameter away from its default and checks what it changes against a reference that
+# does not come from the node's core (Pinocchio, numpy, the rule as documented).
+
+def test_observer_hysteresis_sets_where_contact_is_left(probe):
+    """Contact entered (tau_ext = J^T F, |r| up to 3.1 N*m), then tau_ext scaled to a peak
+    of 1.4 N*m: above 0.5 x 2 N*m (the default hysteresis keeps the contact), below
+    0.9 x 2 N*m (hysteresis 0.9 leaves it). Every sample's in_contact is the rule (enter
+    when some |r_i| > 2, leave when every |r_i| <= h 2) applied to the published r."""
+    low = TAU_EXT * (1.4 / np.abs(TAU_EXT).max())
+    for h, stays in ((0.5, True), (0.9, False)):
+        with observer_parameters(probe, ("observer.hysteresis", h)):
+            restart(probe)
+            for _ in range(20):
+                s = probe.state(G - TAU_EXT)
+            assert probe.wait("contact", s).in_contact
+            stamps = [probe.state(G - low) for _ in range(30)]
+            in_contact = True
+            for s in stamps:
+                r = np.abs(probe.wait("external_torques", s).effort)
+                if in_contact and np.all(r <= h * 2.0):
+                    in_contact = False
+                elif not in_contact and np.any(r > 2.0):
+                    in_contact = True
+                assert probe.wait("contact", s).in_contact == in_contact, (h, s)
+            # settled on the low torque (exp(-K_O 0.3 s) = 3e-7), and the state says h
+            np.testing.assert_allclose(r, np.abs(low), rtol=0, atol=1e-5)
+            assert in_contact == stays
+
+
+def test_observer_friction_subtracts_the_models_coulomb_friction(probe):
+    """At Q with velocities of 1e-6 rad/s (C(q, qd)^T qd ~ 1e-12 N*m, p = M qd constant)
+    the residual is the closed form (1 - exp(-K_O t)) x target, target = tau_ext with
+    observer.friction false and tau_ext + tau_fr(qd) = tau_ext + coulomb sign(qd) with
+    true (coulomb: the URDF's <dynamics friction>, read by Pinocchio)."""
+    qd = 1e-6 * np.array([1.0, -1.0, 1.0, 1.0, -1.0, 1.0, -1.0])
+    coulomb = np.array(pin.buildModelFromUrdf(PANDA).friction)
+    assert coulomb.min() > 0.1
+    for friction, target in ((False, TAU_EXT), (True, TAU_EXT + coulomb * np.sign(qd))):
+        with observer_parameters(probe, ("observer.friction", friction)):
+            t0 = restart(probe, qd=qd)
+            stamps = [probe.state(G - TAU_EXT, qd=qd) for _ in range(10)]
+            for s in stamps:
+                r = np.array(probe.wait("external_torques", s).effort)
+                np.testing.assert_allclose(r, -math.expm1(-K_O * (s - t0) * 1e-9) * target,
+                                           rtol=0, atol=1e-9 * np.abs(target).max())
+
+
+def test_observer_gap_reset_restarts_r(probe):
+    """observer.gap reset: r = 0 exactly at the sample after a 0.2 s gap, and the closed
+    form starts over there (bridge, the default, holds r: the test above)."""
+    with observer_parameters(probe, ("observer.gap", "reset")):
+        t0 = restart(probe)
+        for _ in range(5):
+            s = probe.state(G - TAU_EXT)
+        r = np.array(probe.wait("external_torques", s).effort)
+        np.testing.assert_allclose(r, first_order((s - t0) * 1e-9), rtol=0, atol=1e-8)
+        assert np.abs(r).max() > 1.0
+        gap = probe.state(G - TAU_EXT, dt=0.2)
+        np.testing.assert_array_equal(probe.wait("external_torques", gap).effort, np.zeros(7))
+        after = probe.state(G - TAU_EXT)
+        np.testing.assert_allclose(probe.wait("external_torques", after).effort,
+                                   first_order(PERIOD), rtol=0, atol=1e-8)
+    assert "observer: gap reset" in ros_utils.read_log(probe.proc)
+
+
+def damped_wrench(r, eps):
+    """F = V diag(phi(sigma)) U^T r with J^T = U diag(sigma) V^T (Pinocchio's J at Q),
+    phi = 1/sigma for sigma >= eps, sigma / eps^2 below (docs/math.md section 8)."""
+    U, sigma, Vt = np.linalg.svd(J.T, full_matrices=False)
+    phi = np.where(sigma >= eps, 1.0 / sigma, sigma / eps ** 2)
+    return Vt.T @ (phi * (U.T @ r))
+
+
+def test_observer_wrench_threshold_damps_the_small_singular_values(probe):
+    """J^T at Q has singular values 1.83 ... 0.196: observer.wrench_threshold 0.5 damps
+    the three below 0.5, and ~/external_wrench is the damped estimate of the published r
+    (computed here with numpy's SVD of Pinocchio's J), far from the undamped F."""
+    with observer_parameters(probe, ("observer.wrench_threshold", 0.5)):
+        restart(probe)
+        for _ in range(30):
+            s = probe.state(G - TAU_EXT)
+        r = np.array(probe.wait("external_torques", s).effort)
+        w = probe.wait("external_wrench", s).wrench
+    est = np.array([w.force.x, w.force.y, w.force.z, w.torque.x, w.torque.y, w.torque.z])
+    want = damped_wrench(r, 0.5)
+    np.testing.assert_allclose(est, want, rtol=0, atol=1e-9 * np.abs(want).max())
+    assert np.linalg.norm(want - F) > 0.2 * np.linalg.norm(F)
+    np.testing.assert_allclose(damped_wrench(r, 0.01), F, rtol=0, atol=1e-5)
+
+
+def point_contact(s, f_link6):
+    """A force at a point 40 % of the way from panda_link6's origin to panda_link7's:
+    -> (point, force, tau_ext = J_v(point)^T force), root axes, from Pinocchio (a frame
+    added at the point). f_link6: the force in panda_link6's axes."""
+    model = pin.buildModelFromUrdf(PANDA)
+    link6 = model.getFrameId("panda_link6")
+    offset = pin.SE3(np.eye(3), np.array([s * 0.088, 0.0, 0.0]))   # joint7's origin: x 0.088
+    frame = model.addFrame(pin.Frame("contact", model.frames[link6].parentJoint, link6,
+                                     model.frames[link6].placement * offset,
+                                     pin.FrameType.OP_FRAME))
+    data = model.createData()
+    pin.framesForwardKinematics(model, data, Q)
+    Jc = pin.computeFrameJacobian(model, data, Q, frame, pin.LOCAL_WORLD_ALIGNED)
+    force = data.oMf[link6].rotation @ np.asarray(f_link6, dtype=float)
+    return np.array(data.oMf[frame].translation), force, Jc[:3].T @ force
+
+
+def test_observer_contact_point_finds_a_known_force(probe):
+    """A 63 N force on panda_link6 (joint 6 carries 2.1 N*m, joint 7 nothing): the node
+    isolates panda_link6 and, with observer.contact_point, puts the point on its segment
+    at the true place (to 2e-5 m: the search's grid on the 0.088 m segment) and the force
+    to 1e-3; without it (default) no point."""
+    point, force, tau_c = point_contact(0.4, [10.0, 60.0, 15.0])
+    restart(probe)
+    for _ in range(30):
+        s = probe.state(G - tau_c)
+    c = probe.wait("contact", s)
+    assert c.in_contact and c.isolated_link == "panda_link6" and not c.contact_point_valid
+    with observer_parameters(probe, ("observer.contact_point", True)):
+        restart(probe)
+        for _ in range(30):
+            s = probe.state(G - tau_c)
+        c = probe.wait("contact", s)
+    assert c.in_contact and c.isolated_link == "panda_link6" and c.contact_point_valid
+    p = c.contact_point
+    np.testing.assert_allclose([p.x, p.y, p.z], point, rtol=0, atol=2e-5)
+    f = c.contact_force
+    np.testing.assert_allclose([f.x, f.y, f.z], force, rtol=1e-3, atol=0)
+
+
+def test_observer_markers_rate_bounds_contact_markers(probe):
+    """observer.markers_rate 0.01 Hz: ~/contact_markers only on entering and on leaving
+    the contact (drawn at once), none for the samples between (the test takes far less
+    than 100 s); 200 Hz with samples 30 ms apart: one per sample."""
+    def run(spacing):
+        start = restart(probe)
+        stamps = []
+        for _ in range(12):
+            stamps.append(probe.state(G - TAU_EXT))
+            time.sleep(spacing)
+        entered = next(s for s in stamps if probe.wait("contact", s).in_contact)
+        left = probe.state(G)                   # tau_ext = 0
+        while probe.wait("contact", left).in_contact:
+            left = probe.state(G)
+        # drawn at once on leaving; one publisher, in order: every earlier one is here too
+        ros_utils.wait_for(lambda: left in probe.markers, timeout=10.0)
+        with probe.lock:
+            drawn = sorted(s for s in probe.markers if start < s <= left)
+        return stamps, entered, left, drawn
+
+    t0 = time.monotonic()
+    with observer_parameters(probe, ("observer.markers_rate", 0.01)):
+        stamps, entered, left, drawn = run(0.0)
+    assert time.monotonic() - t0 < 100.0
+    assert entered < stamps[-1] and drawn == [entered, left]
+    with observer_parameters(probe, ("observer.markers_rate", 200.0)):
+        stamps, entered, left, drawn = run(0.03)
+    after = [s for s in stamps if s > entered]
+    assert len(after) >= 8
+    assert sum(s in drawn for s in after) >= len(after) - 1, (len(after), drawn)
+
+
+def test_observer_max_gap_sets_what_a_gap_is(probe):
+    """A 0.2 s step: a gap with the default observer.max_gap 0.05 s (bridged: r held, the
+    first test above), integrated with 0.5 s: r on the closed form across it (exact for
+    any step under a constant tau_ext), no gap logged."""
+    with observer_parameters(probe, ("observer.max_gap", 0.5)):
+        t0 = restart(probe)
+        for _ in range(3):
+            probe.state(G - TAU_EXT)
+        mark = len(ros_utils.read_log(probe.proc))
+        long_step = probe.state(G - TAU_EXT, dt=0.2)
+        r = np.array(probe.wait("external_torques", long_step).effort)
+        np.testing.assert_allclose(r, first_order((long_step - t0) * 1e-9), rtol=0,
+                                   atol=1e-8)
+        assert np.abs(r - first_order(3 * PERIOD)).max() > 0.1       # not held
+    assert "gap" not in ros_utils.read_log(probe.proc)[mark:]
+
+
+def test_observer_force_scale_sets_the_arrow_length(probe):
+    """observer.force_scale 0.05 m/N: the ~/contact_markers arrow runs from the tip's
+    origin (Pinocchio) along 0.05 x the published force (entering contact draws at once)."""
+    with observer_parameters(probe, ("observer.force_scale", 0.05)):
+        restart(probe)
+        stamps = [probe.state(G - TAU_EXT) for _ in range(10)]
+        entered = next(s for s in stamps if probe.wait("contact", s).in_contact)
+        ros_utils.wait_for(lambda: probe.markers.get(entered), timeout=10.0)
+        arrow = probe.markers[entered].markers[0]
+        w = probe.wait("external_wrench", entered).wrench.force
+    start, end = (np.array([p.x, p.y, p.z]) for p in arrow.points)
+    np.testing.assert_allclose(start, ORIGINS["panda_link8"], atol=1e-9)
+    np.testing.assert_allclose(end - start, 0.05 * np.array([w.x, w.y, w.z]), atol=1e-9)
+    assert np.linalg.norm(end - start) > 0.05

@@ -1,18 +1,24 @@
 """dynamics_node over real rclpy + DDS: every output, parameter and bad input.
 
-Two dynamics nodes run in their own processes for the whole module, side by side on the
+Three dynamics nodes run in their own processes for the whole module, side by side on the
 same domain:
 
 * ``/left``:  the embedded Panda from the ``urdf_file`` parameter, default (best-effort)
   joint_states subscription;
-* ``/right``: no description parameter: waits for the ``robot_description`` TOPIC;
-  ``joint_states_qos.reliability:=reliable``.
+* ``/right``: no description parameter: its model comes from the ``robot_description``
+  TOPIC; ``joint_states_qos.reliability:=reliable``. The ``right`` fixture puts it in a
+  known state before each test (description parameters and the parameters the tests
+  change at their defaults, the planar 2R on the topic), so each test runs alone;
+* ``/bare``: like /right, never given a description but by the one test that needs a
+  node without a model.
 
 The test side is one rclpy node in this process (``Probe`` per arm) that publishes inputs
 and records every output by its stamp (the node copies the input stamp to each output), so
 an output is matched to the message that caused it and a skipped message is proven to have
 produced nothing: messages of one publisher are handled in order, so once the output of a
-later good message arrived, the bad one has been handled (its log line says how).
+later good message arrived, the bad one has been handled (its log line says how). A log
+line is looked for only in what the node wrote after the action (``log_mark``): the log
+is shared by the whole module.
 References are computed here with the core from the same URDF: this checks the
 translation layer, not the dynamics (the core is checked against Pinocchio elsewhere).
 """
@@ -113,7 +119,9 @@ class Probe:
                          velocity=[float(x) for x in velocity])
         msg.header.stamp = stamp if stamp is not None else self.new_stamp(self.node, age)
         msg.header.frame_id = "input_frame"
-        ros_utils.publish_matched(self.joint_states, msg, describe=lambda: self.log(40))
+        # (generous: a node process starting on a busy machine takes tens of seconds)
+        ros_utils.publish_matched(self.joint_states, msg, timeout=90.0,
+                                  describe=lambda: self.log(40))
         return stamp_ns(msg.header)
 
     def get(self, topic, stamp):
@@ -173,14 +181,33 @@ class Probe:
         return {n: Parameter.from_parameter_msg(ParameterMsg(name=n, value=v)).value
                 for n, v in zip(names, res.values)}
 
+    def wait_up(self, timeout=90.0):
+        """Until the node subscribes to joint_states (created last: its services and model
+        are ready by then); generous, a node starting on a busy machine is slow."""
+        def up():
+            ros_utils.assert_running(self.proc)
+            return self.joint_states.get_subscription_count() >= 1
+        ros_utils.wait_for(up, timeout=timeout, interval=0.1)
+
     # ---- log
     def log(self, tail=None) -> str:
         return ros_utils.read_log(self.proc, tail=tail)
 
-    def wait_log(self, text, timeout=10.0, count=1):
-        return ros_utils.wait_for(lambda: self.log().count(text) >= count, timeout=timeout,
-                                  message=f"{text!r} not in the log of {self.prefix}:\n"
-                                          + self.log(40))
+    def log_mark(self) -> int:
+        """The log's length now: ``wait_log(text, since=mark)`` then sees only the lines
+        written after the mark (not a line an earlier test left in the shared log)."""
+        return len(self.log())
+
+    def log_since(self, mark: int) -> str:
+        return self.log()[mark:]
+
+    def wait_log(self, text, since: int, timeout=10.0, count=1):
+        """Wait until ``text`` occurs ``count`` times in the log written after ``since``
+        (a ``log_mark()`` taken before the action that should log it)."""
+        return ros_utils.wait_for(lambda: self.log_since(since).count(text) >= count,
+                                  timeout=timeout,
+                                  message=f"{text!r} not in the log of {self.prefix} since "
+                                          f"offset {since}:\n" + self.log(40))
 
 
 # --------------------------------------------------------------------------- fixtures
@@ -196,25 +223,49 @@ def arms(module_ros_node, tmp_path_factory):
         [MODULE, "--ros-args", "-r", "__ns:=/right",
          "-p", "joint_states_qos.reliability:=reliable"],
         name="right", log_dir=logs)
-    probes = {"left": Probe(module_ros_node, "/left", left), "right": Probe(module_ros_node, "/right", right)}
+    bare = ros_utils.start_node_process(           # no model ever: for one test only
+        [MODULE, "--ros-args", "-r", "__ns:=/bare",
+         "-p", "joint_states_qos.reliability:=reliable"], name="bare", log_dir=logs)
+    probes = {"left": Probe(module_ros_node, "/left", left),
+              "right": Probe(module_ros_node, "/right", right),
+              "bare": Probe(module_ros_node, "/bare", bare)}
     yield probes
     for probe in probes.values():
         probe.close()
-    for proc in (left, right):
+    for proc in (left, right, bare):
         code = ros_utils.stop_process(proc)
         print(f"----- log of {proc.name} (exit code {code})\n" + ros_utils.read_log(proc, 200))
 
 
 @pytest.fixture
 def left(arms):
-    ros_utils.assert_running(arms["left"].proc)
+    arms["left"].wait_up()
     return arms["left"]
 
 
 @pytest.fixture
 def right(arms):
-    ros_utils.assert_running(arms["right"].proc)
-    return arms["right"]
+    """/right in a known state whatever ran before: the description parameters and the
+    parameters the tests change at their defaults, the planar 2R from the TOPIC."""
+    probe = arms["right"]
+    probe.wait_up()
+    result = probe.set_atomically(
+        param_msg("urdf_file", ""), param_msg("robot_description", ""),
+        param_msg("tip_link", ""),
+        param_msg("command_joints", [], Parameter.Type.STRING_ARRAY))
+    assert result.successful, result.reason
+    probe.description.publish(String(data=read(PLANAR_2R)))
+    ros_utils.wait_for(lambda: list(probe.roundtrip(*PLANAR_GOOD)[1].joint_names)
+                       == ["joint1", "joint2"], timeout=30.0)
+    return probe
+
+
+@pytest.fixture
+def bare(arms):
+    """/bare: started with no robot description, and never given one but by the test
+    that needs a node without a model."""
+    arms["bare"].wait_up()
+    return arms["bare"]
 
 
 def panda_state(order=None, extra=True):
@@ -315,11 +366,12 @@ def test_best_effort_publisher_is_accepted(left, module_ros_node):
 def test_velocity_omitted_publishes_gravity_only(left):
     ref = load(PANDA)
     names, q, _ = panda_state()
+    mark = left.log_mark()
     stamp, g = left.roundtrip(names, q, (), topic="gravity_torques")
     np.testing.assert_allclose(g.effort, ref.gravity_torques(Q_PANDA), **TOL)
     assert list(g.velocity) == []
     left.assert_skipped(stamp, panda_state(), topics=("coriolis_torques", "dynamics"))
-    left.wait_log("joint_states has no velocities")
+    left.wait_log("joint_states has no velocities", since=mark)
 
 
 def test_services_answer_while_joint_states_stream(left, module_ros_node):
@@ -540,10 +592,11 @@ def test_max_state_age_skips_stale_messages(left):
     names, q, qd = panda_state()
     left.set_ok(param_msg("max_state_age", 0.5))
     try:
+        mark = left.log_mark()
         stale = left.send(names, q, qd, age=30.0)
         # the log line first: the good message of assert_skipped, queued right behind the
         # stale one, would make the node skip the stale one unseen (latest wins)
-        left.wait_log("stale: its stamp is 30.")
+        left.wait_log("stale: its stamp is 30.", since=mark)
         left.assert_skipped(stale, (names, q, qd))
         fresh, _ = left.roundtrip(names, q, qd)
     finally:
@@ -609,13 +662,14 @@ def test_bad_values_are_refused_with_a_reason_and_change_nothing(left):
 
 def test_robot_description_parameter_takes_precedence_over_the_file(left):
     names, q, qd = panda_state()
+    mark = left.log_mark()
     left.set_ok(param_msg("robot_description", read(PLANAR_2R)))
     try:
         good = PLANAR_GOOD
         out = left.ask(*good)
         assert_outputs_match(out, load(PLANAR_2R), np.array([-0.3, 0.7]),
                              np.array([1.5, 0.5]), "tool")
-        left.wait_log("robot model from parameter robot_description: 2 joints")
+        left.wait_log("robot model from parameter robot_description: 2 joints", since=mark)
     finally:
         left.set_ok(param_msg("robot_description", ""))
     assert len(left.ask(names, q, qd)["dynamics"].joint_names) == 7
@@ -623,15 +677,17 @@ def test_robot_description_parameter_takes_precedence_over_the_file(left):
 
 # --------------------------------------------------------------------------- bad inputs
 
-def test_no_model_yet_then_description_from_the_topic(right):
+def test_no_model_yet_then_description_from_the_topic(bare):
     # No description yet: messages are skipped, and the log says why.
-    right.send(*PLANAR_GOOD)
-    right.wait_log("no robot model yet")
-    right.description.publish(String(data=read(PLANAR_2R)))
-    out = right.ask(*PLANAR_GOOD)
+    mark = bare.log_mark()
+    bare.send(*PLANAR_GOOD)
+    bare.wait_log("no robot model yet", since=mark)
+    assert bare.log_since(mark).count("joint_states message skipped: no robot model yet")
+    bare.description.publish(String(data=read(PLANAR_2R)))
+    out = bare.ask(*PLANAR_GOOD)
     assert_outputs_match(out, load(PLANAR_2R), np.array([-0.3, 0.7]), np.array([1.5, 0.5]),
                          "tool")
-    right.wait_log("robot model from topic robot_description: 2 joints")
+    bare.wait_log("robot model from topic robot_description: 2 joints", since=mark)
 
 
 BAD_INPUTS = [
@@ -652,18 +708,23 @@ BAD_INPUTS = [
 @pytest.mark.parametrize("what,names,position,velocity,logged", BAD_INPUTS,
                          ids=[b[0] for b in BAD_INPUTS])
 def test_bad_joint_states_are_skipped_and_named(right, what, names, position, velocity, logged):
+    mark = right.log_mark()
     bad = right.send(names, position, velocity)
-    right.wait_log(logged)          # before a good message can queue behind it (latest wins)
+    # the log line first (only lines written after the mark): a good message queued
+    # right behind the bad one would make the node skip it unseen (latest wins)
+    right.wait_log(logged, since=mark)
     right.assert_skipped(bad, PLANAR_GOOD)
-    assert "joint_states message skipped" in right.log()
+    line = next(l for l in right.log_since(mark).splitlines() if logged in l)
+    assert "joint_states message skipped: " in line, line
 
 
 def test_out_of_order_stamp_is_skipped(right, module_ros_node):
     first = Probe.new_stamp(module_ros_node, age=0.0)
     newer = right.send(*PLANAR_GOOD)
     right.wait("dynamics", newer)
+    mark = right.log_mark()
     older = right.send(*PLANAR_GOOD, stamp=first)          # older than the one just handled
-    right.wait_log("out of order")
+    right.wait_log("out of order", since=mark)
     right.assert_skipped(older, PLANAR_GOOD)
     # A negative stamp (int32 seconds allow it) is just very old: skipped, node unharmed
     # (its log line falls in the same 5 s throttle window as the one above).
@@ -671,24 +732,26 @@ def test_out_of_order_stamp_is_skipped(right, module_ros_node):
     negative.sec = -5
     skipped = right.send(*PLANAR_GOOD, stamp=negative)
     right.assert_skipped(skipped, PLANAR_GOOD)
-    assert "Traceback" not in right.log()
+    assert "Traceback" not in right.log_since(mark)
 
 
 def test_repeated_problems_are_logged_throttled(right):
     names = ["joint1", "joint2", "joint2"]
+    mark = right.log_mark()
     right.send(names, [0.1, 0.2, 0.3], [0.0] * 3)
-    right.wait_log("duplicate joint names 'joint2'")   # seen before anything queues behind
+    right.wait_log("duplicate joint names 'joint2'", since=mark)   # seen before anything queues behind
     for _ in range(5):                                  # (latest wins would skip it unseen)
         right.send(names, [0.1, 0.2, 0.3], [0.0] * 3)
         time.sleep(0.05)
     right.roundtrip(*PLANAR_GOOD)
     time.sleep(0.2)          # any further (unthrottled) line would be written by now
-    assert right.log().count("duplicate joint names 'joint2'") == 1
+    assert right.log_since(mark).count("duplicate joint names 'joint2'") == 1
 
 
 def test_broken_description_keeps_the_previous_model(right):
+    mark = right.log_mark()
     right.description.publish(String(data="<robot name='broken'><link name='a'/><joint"))
-    right.wait_log("broken robot description rejected")
+    right.wait_log("broken robot description rejected", since=mark)
     out = right.ask(*PLANAR_GOOD)
     assert_outputs_match(out, load(PLANAR_2R), np.array([-0.3, 0.7]), np.array([1.5, 0.5]),
                          "tool")
@@ -699,13 +762,14 @@ def test_new_description_resets_parameters_it_lacks(right):
     right.ask(*PLANAR_GOOD)
     with right.lock:
         right.markers.clear()
+    mark = right.log_mark()
     right.description.publish(String(data=read(PLANAR_RP)))
     rp = (["r", "theta"], [0.4, 0.3], [0.1, -0.2])
     out = right.ask(*rp)
     assert_outputs_match(out, load(PLANAR_RP), np.array([0.3, 0.4]), np.array([-0.2, 0.1]),
                          "link2")
-    right.wait_log("parameter tip_link reset to ''")
-    right.wait_log("parameter command_joints reset to []")
+    right.wait_log("parameter tip_link reset to ''", since=mark)
+    right.wait_log("parameter command_joints reset to []", since=mark)
     assert right.get_params("tip_link", "command_joints") == {"tip_link": "",
                                                               "command_joints": []}
     # The old robot's markers were cleared.
@@ -714,12 +778,14 @@ def test_new_description_resets_parameters_it_lacks(right):
 
 
 def test_parameters_take_precedence_over_the_topic(right):
-    # urdf_file set: the topic's description (planar_rp from the last test) is not used ...
+    # urdf_file set: a description on the topic (planar_rp) is not used ...
     right.set_ok(param_msg("urdf_file", PLANAR_2R))
     out = right.ask(*PLANAR_GOOD)
     assert list(out["dynamics"].joint_names) == ["joint1", "joint2"]
+    mark = right.log_mark()
     right.description.publish(String(data=read(PLANAR_RP)))
-    right.wait_log("description received but not used: parameter urdf_file is set")
+    right.wait_log("description received but not used: parameter urdf_file is set",
+                   since=mark)
     assert list(right.ask(*PLANAR_GOOD)["dynamics"].joint_names) == ["joint1", "joint2"]
     # ... until the parameter is cleared: back to the topic's latest description.
     right.set_ok(param_msg("urdf_file", ""))
@@ -813,14 +879,15 @@ def test_clock_jumping_back_restarts_the_stamp_order(node_process, module_ros_no
             ours = any((i.node_namespace, i.node_name) == ("/sim", "dynamics_node")
                        for i in subs)
             return ours and clock.get_subscription_count() >= len(subs)
-        ros_utils.wait_for(clock_matched)
+        ros_utils.wait_for(clock_matched, timeout=90.0)   # (start-up on a busy machine)
         for _ in range(3):
             clock.publish(at(1000))
             time.sleep(0.1)
         answered(1000)
         # Same clock: an older stamp is out of order ...
+        mark = probe.log_mark()
         older = probe.send(*PLANAR_GOOD, stamp=at(500).clock)
-        probe.wait_log("out of order")
+        probe.wait_log("out of order", since=mark)
         # ... but once the clock itself went back (to 400), older stamps are accepted again.
         answered(400)
         assert probe.get("dynamics", older) is None

@@ -231,7 +231,11 @@ def test_markers_that_would_not_be_finite_are_refused(panda):
     huge = markers.InertiaMarkers(_snapshot(panda, scale=1e308))     # diameters overflow
     with pytest.raises(markers.MarkerError, match="would not be finite"):
         huge.update(Q_PANDA, _header(panda.root_link))
-    assert all(m.scale.x == 0.0 for m in huge.array.markers[:1])     # nothing written
+    # nothing written: the array is still the one a fresh builder holds (sphere first,
+    # diameters 0), not a partial update
+    untouched = markers.InertiaMarkers(_snapshot(panda, scale=1e308)).array
+    assert huge.array.markers and huge.array.markers[0].ns == "effective_inertia"
+    assert huge.array.markers[0].scale.x == 0.0 and huge.array == untouched
 
 
 def test_delete_all():

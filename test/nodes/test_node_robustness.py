@@ -13,11 +13,14 @@ Garbage is interleaved with valid inputs whose outputs must arrive and match, wh
 the node alive and correct after the abuse; at the end the process must still be running
 and its log must hold no traceback.
 
-* ``test_joint_states_barrage``: a few hundred random joint_states (random name subsets,
+* ``test_joint_states_barrage``: 400 joint_states, every 4th valid (100) and 300 random
+  ones (275 of them malformed for the default seed: random name subsets,
   duplicates, empty / unicode names, random array lengths, NaN / inf / 1e308 / 1e154,
   zero / negative / far-future stamps, velocity and effort mismatches) on the planar RP
   arm (a prismatic joint: huge positions overflow the core), markers at a high rate.
-* ``test_service_barrage``: every service, malformed requests (lengths, NaN, unknown
+  The counts are asserted.
+* ``test_service_barrage``: every service, 240 requests (for the default seed 145
+  malformed, 57 valid, 38 valid in form with huge values; asserted): malformed ones (lengths, NaN, unknown
   joints / frames, empty and ragged trajectories, wrench without frame, payload with
   negative mass or NaN inertia, huge numbers) interleaved with valid ones checked against
   the core.
@@ -25,7 +28,13 @@ and its log must hold no traceback.
   unexpanded xacro, a robot without joints on ``robot_description``, then a valid
   different robot, while joint_states stream.
 * ``test_parameter_flips_while_streaming``: rapid ``set_parameters`` with bad and good
-  values while joint_states stream; the final configuration is checked against the core.
+  values while joint_states stream. After every accepted change, a state sent once the
+  change was acknowledged is checked against the core under the configuration applied
+  so far (gravity, tip, damping, singular threshold: JointState outputs and ~/dynamics);
+  the streamed states' outputs in between are checked by the Watch (finite, consistent
+  lengths), not against the core (which configuration a streamed state met is not known);
+  a final configuration set in one call is checked against the core, ~/gravity_command
+  included.
 
 ``ROBUSTNESS_SEED`` (environment) changes the seed; the default keeps runs reproducible.
 """
@@ -53,7 +62,8 @@ from visualization_msgs.msg import Marker
 
 from node_test_helpers import MODULE, OUTPUTS, keep_output, stamp_ns
 
-SEED = int(os.environ.get("ROBUSTNESS_SEED", "20250607"))
+DEFAULT_SEED = 20250607
+SEED = int(os.environ.get("ROBUSTNESS_SEED", str(DEFAULT_SEED)))
 DAMPING, SINGULAR = 1e-3, 1e6          # the node's defaults
 TOL = dict(rtol=1e-9, atol=1e-9)
 HUGE = (1e308, -1e308, 1e154, -1e200, 1e20)
@@ -113,6 +123,7 @@ class Watch:
                                                  ros_utils.latched_qos())
         self.sent: dict[int, JointState] = {}
         self._last = 0
+        self._send_lock = threading.Lock()     # a streaming thread and the test both send
 
     def close(self):
         for sub in self.subs:
@@ -177,12 +188,13 @@ class Watch:
         msg = JointState(name=list(names), position=[float(x) for x in position],
                          velocity=[float(x) for x in velocity],
                          effort=[float(x) for x in effort])
-        msg.header.stamp.sec, msg.header.stamp.nanosec = stamp or self.fresh_stamp()
-        msg.header.frame_id = "in"
-        key = stamp_ns(msg.header)
-        assert key not in self.sent, "test bug: stamps must be unique"
-        self.sent[key] = msg
-        ros_utils.publish_matched(self.pub, msg)
+        with self._send_lock:
+            msg.header.stamp.sec, msg.header.stamp.nanosec = stamp or self.fresh_stamp()
+            msg.header.frame_id = "in"
+            key = stamp_ns(msg.header)
+            assert key not in self.sent, "test bug: stamps must be unique"
+            self.sent[key] = msg
+        ros_utils.publish_matched(self.pub, msg, timeout=90.0)   # (slow start-up under load)
         return key
 
     def get(self, topic, stamp):
@@ -234,13 +246,13 @@ class Watch:
         return checked
 
 
-def compare(topic, out, model, tip, q, qd):
+def compare(topic, out, model, tip, q, qd, damping=DAMPING, singular=SINGULAR):
     if qd is None:
         np.testing.assert_allclose(out.effort, model.gravity_torques(q), **TOL)
         np.testing.assert_allclose(out.position, q, **TOL)
         assert len(out.velocity) == 0
         return
-    terms = model.compute_all(q, qd, tip, damping=DAMPING, damping_condition=SINGULAR)
+    terms = model.compute_all(q, qd, tip, damping=damping, damping_condition=singular)
     if topic == "gravity_torques":
         np.testing.assert_allclose(out.effort, terms.g, **TOL)
     elif topic == "coriolis_torques":
@@ -369,6 +381,12 @@ def test_joint_states_barrage(node_process, ros_node):
                     f"{topic} published for malformed input {watch.sent[stamp]}"
         checked = watch.check_outputs(lambda names: (model, tip))
         assert checked >= 2 * len(valid)
+        # what was sent: 400 messages, every 4th valid, the other 300 random, of which
+        # those the core refuses or whose stamp is not fresh are malformed (skipped)
+        assert len(valid) == 100
+        if SEED == DEFAULT_SEED:
+            assert len(skipped) == 275, len(skipped)      # (and 25 random but well-formed)
+        assert len(skipped) >= 200
         assert watch.counts["inertia_markers"] > 0 and watch.counts["gravity_command"] > 0
         np.testing.assert_allclose(watch.commands[-1].data,
                                    model.gravity_torques([0.2, 0.3]), **TOL)
@@ -709,6 +727,10 @@ def test_service_barrage(node_process, ros_node):
                     assert res.singular            # the planar arm cannot move out of plane
         assert counts["garbage"] > 100 and counts["valid"] > 40, counts
         assert counts["huge_refused"] > 5, counts
+        assert sum(counts.values()) == 240
+        if SEED == DEFAULT_SEED:                 # 145 malformed, 57 valid, 38 with huge values
+            assert counts["garbage"] == 145 and counts["valid"] == 57, counts
+            assert counts["huge_refused"] + counts["huge_answered"] == 38, counts
         assert_clean_log(proc)
     finally:
         services.close()
@@ -851,6 +873,21 @@ def good_parameters(rng):
     ])
 
 
+def check_configuration(watch, r2, config):
+    """The outputs of a state sent after a change was acknowledged (the node swaps the new
+    configuration in before it answers, and handles messages one at a time) equal the
+    core's under the configuration applied so far: gravity, tip, damping, singular
+    threshold (payload.mass alone changes nothing: payload.frame stays ''); the
+    JointState outputs and ~/dynamics of that state."""
+    q, qd = np.array([0.4, -0.7]), np.array([0.2, 0.9])
+    stamp, _ = watch.roundtrip(["joint2", "joint1"], q[::-1], qd[::-1])
+    model = r2.with_gravity(config["gravity"])
+    tip = config["tip_link"] or r2.default_tip
+    for topic in ("gravity_torques", "coriolis_torques", "dynamics"):
+        compare(topic, watch.wait(topic, stamp), model, tip, q, qd,
+                damping=config["damping"], singular=config["singular_condition"])
+
+
 @pytest.mark.timeout(90)
 def test_parameter_flips_while_streaming(node_process, ros_node):
     client = ros_node
@@ -879,6 +916,8 @@ def test_parameter_flips_while_streaming(node_process, ros_node):
 
     streamer = threading.Thread(target=stream, daemon=True)
     streamer.start()
+    config = {"gravity": [0.0, 0.0, -9.81], "damping": DAMPING,
+              "singular_condition": SINGULAR, "tip_link": "", "command_joints": []}
     try:
         assert set_client.wait_for_service(timeout_sec=10.0)
         refused = accepted = 0
@@ -894,6 +933,8 @@ def test_parameter_flips_while_streaming(node_process, ros_node):
                 result, = set_parameters(param)
                 assert result.successful, f"{param.name}: {result.reason}"
                 accepted += 1
+                config[param.name] = Parameter.from_parameter_msg(param).value
+                check_configuration(watch, r2, config)
             time.sleep(rng.uniform(0.0, 0.02))
         # a known final state, set in one call, then checked against the core
         final = [Parameter(n, value=v).to_parameter_msg() for n, v in (

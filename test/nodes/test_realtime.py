@@ -150,6 +150,11 @@ def client_for(node_process, ros_node):
         proc = start(node_process, ns, *params)
         client = Client(ros_node, ns, proc)
         made.append(client)
+
+        def subscribed():          # the node is up (its start-up is slow on a busy machine)
+            ros_utils.assert_running(proc)
+            return client.pub.get_subscription_count() >= 1
+        ros_utils.wait_for(subscribed, timeout=90.0, interval=0.1)
         return client
     yield make
     for client in made:
@@ -205,6 +210,100 @@ def test_a_burst_of_queued_states_gives_the_newest_and_counts_the_skipped(client
     with client.lock:
         order = [s for s in client.out["dynamics"] if s in set(stamps)]
     assert order == sorted(order) and order[-1] == stamps[-1]
+
+
+def latest_wins_total(client, before: int, expected: int) -> int:
+    """The node's ``skipped: latest-wins`` total minus ``before`` once it reached
+    ``expected`` (statuses come at 1 Hz; a count past it is returned at once, short of it
+    fails after 10 s)."""
+    def reached():
+        with client.lock:
+            totals = [total_skipped(s, "latest-wins") for _, s in client.diagnostics]
+        return [totals[-1] - before] if totals and totals[-1] - before >= expected else None
+    try:
+        return ros_utils.wait_for(reached, timeout=10.0)[0]
+    except TimeoutError:
+        with client.lock:
+            last = client.diagnostics[-1][1] if client.diagnostics else None
+        raise AssertionError(f"latest-wins skips never reached {expected}: "
+                             f"{last and total_skipped(last, 'latest-wins') - before}")
+
+
+def stopped_burst(client, names, states):
+    """Publish ``states`` while the node process is stopped (SIGSTOP; reliable, depth 1000
+    on both sides: they all wait in its reader), resume it (SIGCONT) and wait for the
+    newest's output. -> (stamps sent, stamps answered in arrival order). Each output's
+    q echo is the q sent with that stamp. One writer per output, reliable: every answered
+    state of the burst arrived before the newest's output."""
+    os.kill(client.proc.pid, signal.SIGSTOP)
+    try:
+        stamps = [client.send(names, q, qd) for q, qd in states]
+    finally:
+        os.kill(client.proc.pid, signal.SIGCONT)
+    ros_utils.wait_for(lambda: client.get("dynamics", stamps[-1]), timeout=30.0,
+                       message="no output for the newest state")
+    sent = dict(zip(stamps, states))
+    with client.lock:
+        answered = [s for s in client.out["dynamics"] if s in sent]
+        for s in answered:
+            assert list(client.out["dynamics"][s].position) == list(sent[s][0])
+    return stamps, answered
+
+
+def skipped_runs_fit(stamps, answered, backlog) -> bool:
+    """The answered set is what latest wins with ``backlog`` gives for SOME split of the
+    burst into batches (the node may start on a batch before the whole burst reached its
+    reader): the newest answered, every run of unanswered states at least backlog + 1
+    long (a batch of b > backlog + 1 states gives its newest only)."""
+    got = set(answered)
+    runs, run = [], 0
+    for s in stamps:
+        if s in got:
+            runs.append(run) if run else None
+            run = 0
+        else:
+            run += 1
+    return stamps[-1] in got and all(r >= backlog + 1 for r in runs)
+
+
+@pytest.mark.timeout(120)
+def test_joint_states_backlog_computes_a_short_backlog_in_order_and_skips_a_long_one(
+        client_for):
+    """joint_states_backlog (default 8), states queued while the node is stopped:
+    5 queued -> all 5 computed, in order, none skipped; 20 queued -> only the newest
+    computed, 19 counted as latest-wins skips; backlog 19 -> all 20 computed; backlog 0
+    -> 5 queued give the newest only."""
+    model = _panda()
+    names = list(model.joint_names)
+    client = client_for("backlog")
+    client.roundtrip(names, np.zeros(model.n), np.zeros(model.n))
+    before = total_skipped(client.status_after(time.monotonic()), "latest-wins")
+
+    def newest_only(count, backlog, seed):
+        """Bursts of ``count`` until one was taken in one batch (the newest only); every
+        burst's outcome must fit the rule. -> the latest-wins skips so far."""
+        nonlocal before
+        for attempt in range(3):
+            stamps, answered = stopped_burst(client, names, panda_states(model, count, seed))
+            assert skipped_runs_fit(stamps, answered, backlog), (backlog, len(answered))
+            skipped = latest_wins_total(client, before, count - len(answered))
+            assert skipped == count - len(answered)
+            before += skipped
+            if answered == stamps[-1:]:
+                return
+        pytest.fail(f"3 bursts of {count}, none taken in one batch")
+
+    # a short backlog: every state computed, in order
+    stamps, answered = stopped_burst(client, names, panda_states(model, 5, seed=10))
+    assert answered == stamps
+    newest_only(20, 8, seed=11)
+    assert latest_wins_total(client, before, 0) == 0          # nothing else skipped
+    client.set_ok(param_msg("joint_states_backlog", 19))
+    stamps, answered = stopped_burst(client, names, panda_states(model, 20, seed=12))
+    assert answered == stamps
+    client.set_ok(param_msg("joint_states_backlog", 0))
+    newest_only(5, 0, seed=13)
+    assert latest_wins_total(client, before, 0) == 0
 
 
 # --------------------------------------------------------------------------- diagnostics

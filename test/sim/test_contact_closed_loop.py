@@ -147,10 +147,14 @@ def run_phase(node, rec, seconds, controller, start=Q0):
     ros_utils.wait_for(lambda: rec.count() >= seconds * 100, timeout=seconds * 8 + 20)
 
 
-def push(node, force, duration):
+def push(node, client, force, duration):
+    """Apply ``force`` at POINT of panda_link7 for ``duration`` s. Sent once (a resent
+    request would push again): ``client`` is made long before, when the simulator starts,
+    so discovery is over by the time of the call (ros_utils.call_service)."""
     request = ApplyWrench.Request(link="panda_link7", force=force, torque=[0.0] * 3,
                                   point=POINT, duration=duration)
-    response = ros_utils.call_service(node, ApplyWrench, "arm_simulator/apply_wrench", request)
+    response = ros_utils.call_service(node, ApplyWrench, "arm_simulator/apply_wrench", request,
+                                      timeout=30.0, resend_every=None, client=client)
     assert response.success, response.message
 
 
@@ -199,6 +203,7 @@ def test_pushes_tracking_and_obstacle_on_mujoco(node_process, ros_node):
                   # a controller late by more than the default 0.5 s on a loaded machine
                   # would have the plant apply zero torque (the arm drops)
                   "-p", "command_timeout:=5.0"])
+    wrench_client = ros_node.create_client(ApplyWrench, "arm_simulator/apply_wrench")
     node_process(["manip_dynamics.nodes.dynamics_node", "--ros-args",
                   "-p", "observer.effort_timing:=held", "-p", f"observer.gains:=[{K_O}]",
                   "-p", f"observer.enter_thresholds:=[{ENTER}]"])
@@ -213,7 +218,7 @@ def test_pushes_tracking_and_obstacle_on_mujoco(node_process, ros_node):
     # 1. gravity compensation, pushed at the flange for 0.3 s
     force = [6.0, -3.0, 2.0]
     run_phase(ros_node, rec, 0.3, dict(mode="gravity"))
-    push(ros_node, force, 0.3)
+    push(ros_node, wrench_client, force, 0.3)
     ros_utils.wait_for(lambda: rec.count() >= 90, timeout=60)
     check_push(model, rec.series(), force, 0.3, "gravity compensation, pushed")
 
@@ -232,7 +237,7 @@ def test_pushes_tracking_and_obstacle_on_mujoco(node_process, ros_node):
     rec.clear()
     # a few force-free samples first: the onset must lie inside the recording
     ros_utils.wait_for(lambda: rec.count() >= 5, timeout=60)
-    push(ros_node, force, 1.0)
+    push(ros_node, wrench_client, force, 1.0)
     ros_utils.wait_for(lambda: rec.count() >= 170, timeout=60)
     check_push(model, rec.series(), force, 1.0, "tracking, pushed")
 
@@ -259,6 +264,7 @@ def test_pushes_tracking_and_obstacle_on_mujoco(node_process, ros_node):
     settled = k1 + int(math.ceil(3 / K_O * 100))
     print("isolated link per sample from the detection:", links[:8])
     assert truth_link == "panda_link2"
+    assert len(s["contact"]) > settled + 10, "the recording ended before the isolation settled"
     assert all(c.in_contact and c.isolated_link == truth_link
                for c in s["contact"][settled:]), links
     assert delay <= 3.0 / K_O

@@ -23,10 +23,18 @@ READY = [0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785]
 TRUTH = "arm_simulator/external_torques"
 
 
-def _wrench(ros_node, link, force, torque, point, duration):
+def _wrench_client(ros_node):
+    """An apply_wrench client made right after the simulator is started, long before the
+    first call: a request is sent once (applying a wrench is not idempotent: a resent
+    request would apply it again), so discovery must be over by then (ros_utils.call_service)."""
+    return ros_node.create_client(ApplyWrench, "arm_simulator/apply_wrench")
+
+
+def _wrench(ros_node, client, link, force, torque, point, duration):
     request = ApplyWrench.Request(link=link, force=force, torque=torque, point=point,
                                   duration=duration)
-    return ros_utils.call_service(ros_node, ApplyWrench, "arm_simulator/apply_wrench", request)
+    return ros_utils.call_service(ros_node, ApplyWrench, "arm_simulator/apply_wrench", request,
+                                  timeout=30.0, resend_every=None, client=client)
 
 
 def _expected(model, q, link, force, torque, point):
@@ -41,11 +49,12 @@ def _expected(model, q, link, force, torque, point):
 def test_a_known_wrench_shows_on_the_truth_topic_as_J_transpose_F(node_process, ros_node):
     node_process([SIM, "--ros-args", "-p", "robot:=panda", "-p", "floor:=false",
                   "-p", f"initial_positions:={READY}"])
+    client = _wrench_client(ros_node)
     ros_utils.wait_for_message(ros_node, JointState, TRUTH, timeout=60.0)
     model = RobotModel.from_urdf_file(robots.path("panda"))
     link, force, torque, point = "panda_link6", [3.0, -2.0, 5.0], [0.2, 0.1, -0.3], [0.05, 0.0, 0.1]
 
-    response = _wrench(ros_node, link, force, torque, point, 0.5)
+    response = _wrench(ros_node, client, link, force, torque, point, 0.5)
     assert response.success, response.message
     # Numbers printed as numbers (not np.float64(3.0), which a list of the request's
     # numpy array fields prints).
@@ -68,11 +77,12 @@ def test_a_known_wrench_shows_on_the_truth_topic_as_J_transpose_F(node_process, 
 
 def test_bad_wrench_requests_are_refused_with_the_reason(node_process, ros_node):
     node_process([SIM, "--ros-args", "-p", "robot:=planar_2r", "-p", "floor:=false"])
+    client = _wrench_client(ros_node)
     ros_utils.wait_for_message(ros_node, JointState, TRUTH, timeout=60.0)
-    response = _wrench(ros_node, "no_such_link", [1.0, 0, 0], [0, 0, 0], [0, 0, 0], 0.1)
+    response = _wrench(ros_node, client, "no_such_link", [1.0, 0, 0], [0, 0, 0], [0, 0, 0], 0.1)
     assert not response.success and "no_such_link" in response.message
     assert "link2" in response.message                     # the known links are listed
-    response = _wrench(ros_node, "link2", [float("nan"), 0, 0], [0, 0, 0], [0, 0, 0], 0.1)
+    response = _wrench(ros_node, client, "link2", [float("nan"), 0, 0], [0, 0, 0], [0, 0, 0], 0.1)
     assert not response.success and "finite" in response.message
 
 
