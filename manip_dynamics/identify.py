@@ -2,8 +2,9 @@
 
     python -m manip_dynamics.identify RECORDING.mcap --urdf ARM.urdf --out IDENTIFIED.urdf
 
-RECORDING: a rosbag2 MCAP file with sensor_msgs/JointState on ``--topic`` (position and
-effort required, velocity optional), e.g. ``ros2 bag record -s mcap /joint_states`` or
+RECORDING: a rosbag2 MCAP file, or the bag directory ``ros2 bag record -s mcap
+/joint_states`` writes (its metadata.yaml and one or several .mcap files), with
+sensor_msgs/JointState on ``--topic`` (position and effort required, velocity optional), or
 :func:`manip_dynamics.recording.write_joint_states`. Writes the identified URDF (same links
 and joints, new ``<inertial>`` and ``<dynamics>`` values), a JSON report next to it
 (``--report``) and a plot of measured against predicted torques (``--plot``). The last
@@ -24,7 +25,9 @@ import numpy as np
 def _parser():
     p = argparse.ArgumentParser(prog="python -m manip_dynamics.identify", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("recording", help="rosbag2 MCAP file with sensor_msgs/JointState")
+    p.add_argument("recording", help="rosbag2 MCAP file with sensor_msgs/JointState, or the "
+                   "bag directory ros2 bag record -s mcap writes (one or several .mcap files "
+                   "and its metadata.yaml)")
     p.add_argument("--urdf", required=True, help="the arm's URDF (the prior and the structure)")
     p.add_argument("--out", required=True, help="identified URDF to write")
     p.add_argument("--topic", default="/joint_states")

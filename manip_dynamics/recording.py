@@ -8,10 +8,15 @@ in ``ros2 bag``, Foxglove and any MCAP reader. Writing and reading go through th
 Python ``mcap`` and ``mcap-ros2-support`` wheels (their own CDR codec driven by the schema
 text), so no ROS installation is needed; the tests check the bytes against rclpy's own
 serialization of real sensor_msgs/JointState messages.
+
+A recording is read from one MCAP file or from the bag directory ``ros2 bag record -s mcap``
+writes (its ``metadata.yaml`` lists the files, several when the bag was split, e.g.
+``--max-bag-size``); see :func:`bag_files`.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -94,15 +99,85 @@ def write_joint_states(path, t, names, position, velocity=None, effort=None, top
         writer.finish()
 
 
+def bag_files(path) -> list:
+    """The MCAP files of a recording, in recording order, as Paths.
+
+    ``path``: an MCAP file (itself); a rosbag2 bag directory or its ``metadata.yaml``:
+    the files the metadata lists (``relative_file_paths``), or every ``*.mcap`` in the
+    directory in split order (``bag_9`` before ``bag_10``) when it has no metadata or
+    PyYAML (which comes with ROS 2) is not installed. InputError for a bag in another
+    storage (``storage_identifier`` not mcap), files compressed whole
+    (``compression_mode: FILE``), a listed file that is missing, or no MCAP file at all."""
+    p = Path(path)
+    if p.name == "metadata.yaml":
+        p = p.parent
+    if not p.is_dir():
+        return [p]
+    meta = p / "metadata.yaml"
+    try:
+        import yaml                 # (PyYAML: with ROS 2; else the files in name order)
+    except ImportError:
+        yaml = None
+    if not meta.is_file() or yaml is None:
+        files = sorted(p.glob("*.mcap"), key=_split_index)
+    else:
+        info = (yaml.safe_load(meta.read_text(encoding="utf-8")) or {}).get(
+            "rosbag2_bagfile_information") or {}
+        storage = info.get("storage_identifier", "mcap")
+        if storage != "mcap":
+            raise InputError(f"{p}: a rosbag2 bag stored as {storage!r}; only MCAP is read "
+                             "(record with ros2 bag record -s mcap, or ros2 bag convert it)")
+        if str(info.get("compression_mode", "")).upper() == "FILE":
+            raise InputError(f"{p}: its files are compressed whole "
+                             f"({info.get('compression_format')}); decompress them first")
+        files = [p / Path(f).name if not (p / f).is_file() else p / f
+                 for f in info.get("relative_file_paths") or []]
+        missing = [str(f) for f in files if not f.is_file()]
+        if missing:
+            raise InputError(f"{meta} lists {', '.join(missing)}, which do not exist")
+    if not files:
+        raise InputError(f"{p}: a directory with no .mcap file (expected the bag directory "
+                         "ros2 bag record -s mcap writes, or an MCAP file)")
+    return files
+
+
+def _split_index(path: Path):
+    """Sort key of rosbag2's split files: ``bag_10.mcap`` after ``bag_9.mcap``."""
+    stem, _, index = path.stem.rpartition("_")
+    return (stem, int(index)) if index.isdigit() else (path.stem, -1)
+
+
 def read_joint_states(path, topic=TOPIC):
-    """JointStateLog of every sensor_msgs/JointState on ``topic`` in the MCAP file ``path``
-    (log-time order). Joint order from the first message; later messages may order their
+    """JointStateLog of every sensor_msgs/JointState on ``topic`` in the recording ``path``:
+    an MCAP file or a rosbag2 bag directory (:func:`bag_files`; its files read in turn),
+    in log-time order. Joint order from the first message; later messages may order their
     names differently (mapped by name) but must carry the same set. t from header.stamp
     (the log time where the stamp is zero)."""
+    rows, first = [], {}
+    for file in bag_files(path):
+        rows += _read_file(file, topic, first)
+    if not rows:
+        raise InputError(f"{path}: no sensor_msgs/JointState messages on topic {topic}")
+    rows.sort(key=lambda r: r[0])                  # log time, stable: across split files
+    names = first["names"]
+    ns = np.array([r[1] for r in rows], dtype=np.int64)
+    cols = []
+    for i, fld in enumerate(("position", "velocity", "effort"), start=2):
+        present = [r[i] is not None for r in rows]
+        if fld == "position" and not all(present):
+            raise InputError(f"{path}: message {present.index(False)} has no positions")
+        cols.append(np.array([r[i] for r in rows]) if all(present) else None)
+    return JointStateLog(1e-9 * (ns - ns[0]), names, *cols, start_ns=int(ns[0]))
+
+
+def _read_file(path, topic, first: dict) -> list:
+    """Rows (log time ns, stamp ns, position, velocity, effort) of one MCAP file, in the
+    joint order of the recording's first message (``first``: its names and index, set by
+    the first file that has one)."""
     make_reader = import_extra("mcap.reader", __name__).make_reader
     DecoderFactory = import_extra("mcap_ros2.decoder", __name__).DecoderFactory
 
-    rows, names, index = [], None, None
+    rows = []
     with open(path, "rb") as f:
         reader = make_reader(f, decoder_factories=[DecoderFactory()])
         for k, (schema, _, message, msg) in enumerate(
@@ -110,24 +185,16 @@ def read_joint_states(path, topic=TOPIC):
             if schema is None or schema.name != SCHEMA_NAME:
                 raise InputError(f"{path}: topic {topic} carries "
                                  f"{getattr(schema, 'name', None)!r}, not {SCHEMA_NAME}")
-            if names is None:
-                names = tuple(msg.name)
-                index = {nm: i for i, nm in enumerate(names)}
-            order = _order(msg.name, names, index, k)
+            if not first:
+                first["names"] = tuple(msg.name)
+                first["index"] = {nm: i for i, nm in enumerate(first["names"])}
+            names = first["names"]
+            order = _order(msg.name, names, first["index"], k)
             stamp = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
-            rows.append((stamp if stamp > 0 else message.log_time,
+            rows.append((message.log_time, stamp if stamp > 0 else message.log_time,
                          *(_field(getattr(msg, fld), order, k, fld, len(names))
                            for fld in ("position", "velocity", "effort"))))
-    if not rows:
-        raise InputError(f"{path}: no sensor_msgs/JointState messages on topic {topic}")
-    ns = np.array([r[0] for r in rows], dtype=np.int64)
-    cols = []
-    for i, fld in enumerate(("position", "velocity", "effort"), start=1):
-        present = [r[i] is not None for r in rows]
-        if fld == "position" and not all(present):
-            raise InputError(f"{path}: message {present.index(False)} has no positions")
-        cols.append(np.array([r[i] for r in rows]) if all(present) else None)
-    return JointStateLog(1e-9 * (ns - ns[0]), names, *cols, start_ns=int(ns[0]))
+    return rows
 
 
 def _order(msg_names, names, index, k):

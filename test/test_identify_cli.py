@@ -58,6 +58,15 @@ def test_cli_reports_a_recording_without_effort(tmp_path):
          robots.path("panda"), "--out", str(tmp_path / "x.urdf")],
         capture_output=True, text=True, timeout=600)
     assert proc.returncode != 0 and "carry no effort" in proc.stderr
+    # The same recording as the bag directory `ros2 bag record -s mcap` writes: read (was
+    # "[Errno 21] Is a directory").
+    (tmp_path / "bag").mkdir()
+    bag.rename(tmp_path / "bag" / "bag_0.mcap")
+    proc = subprocess.run(
+        [sys.executable, "-m", "manip_dynamics.identify", str(tmp_path / "bag"), "--urdf",
+         robots.path("panda"), "--out", str(tmp_path / "x.urdf")],
+        capture_output=True, text=True, timeout=600)
+    assert proc.returncode != 0 and "carry no effort" in proc.stderr, proc.stderr
 
 
 def test_effort_delay_undoes_a_lag_of_the_efforts(tmp_path):

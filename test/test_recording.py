@@ -58,24 +58,29 @@ def test_written_messages_are_ros_cdr_and_read_back(tmp_path):
         assert np.array_equal(a, b)
 
 
-def test_reads_what_rosbag2_writes(tmp_path):
-    """Messages serialized by rclpy and written the way rosbag2's MCAP plugin does (schema
-    + cdr channel), with the joints in a different order in some messages and no
+def _write_like_rosbag2(path, t, q, tau, rows):
+    """Messages ``rows`` serialized by rclpy and written the way rosbag2's MCAP plugin does
+    (schema + cdr channel), with the joints in a different order in odd messages and no
     velocities."""
-    path = tmp_path / "bag.mcap"
-    t, q, _, tau = _data(seed=1)
     with open(path, "wb") as f:
         w = McapWriter(f)
         w.start(profile="ros2", library="test")
         sid = w.register_schema("sensor_msgs/msg/JointState", "ros2msg",
                                 rec.JOINT_STATE_MSGDEF.encode())
         cid = w.register_channel("/joint_states", "cdr", sid)
-        for k in range(len(t)):
+        for k in rows:
             order = [2, 0, 1] if k % 2 else [0, 1, 2]
             msg = _joint_state(t[k], [NAMES[i] for i in order], q[k, order], [], tau[k, order])
             ns = int(round(t[k] * 1e9))
             w.add_message(cid, log_time=ns, data=serialize_message(msg), publish_time=ns)
         w.finish()
+
+
+def test_reads_what_rosbag2_writes(tmp_path):
+    """An MCAP file written the way rosbag2's MCAP plugin does (another tool than ours)."""
+    path = tmp_path / "bag.mcap"
+    t, q, _, tau = _data(seed=1)
+    _write_like_rosbag2(path, t, q, tau, range(len(t)))
     log = rec.read_joint_states(path)
     assert log.velocity is None and np.array_equal(log.position, q)
     assert np.array_equal(log.effort, tau)
@@ -85,6 +90,77 @@ def test_reads_what_rosbag2_writes(tmp_path):
         log.in_order(["j1", "j9"])
     with pytest.raises(InputError, match="no sensor_msgs/JointState messages on topic /other"):
         rec.read_joint_states(path, topic="/other")
+
+
+# metadata.yaml as rosbag2 (Jazzy, version 9) writes it for `ros2 bag record -s mcap
+# --max-bag-size ...`: the split files in relative_file_paths, in recording order.
+METADATA = """rosbag2_bagfile_information:
+  version: 9
+  storage_identifier: {storage}
+  duration:
+    nanoseconds: 19000000
+  starting_time:
+    nanoseconds_since_epoch: 1760000000000000000
+  message_count: 20
+  topics_with_message_count:
+    - topic_metadata:
+        name: /joint_states
+        type: sensor_msgs/msg/JointState
+        serialization_format: cdr
+        offered_qos_profiles: []
+        type_description_hash: RIHS01_0000
+      message_count: 20
+  compression_format: ""
+  compression_mode: ""
+  relative_file_paths:
+    - bag_0.mcap
+    - bag_1.mcap
+  files:
+    - path: bag_0.mcap
+      message_count: 12
+    - path: bag_1.mcap
+      message_count: 8
+  custom_data: ~
+  ros_distro: jazzy
+"""
+
+
+def test_reads_a_bag_directory_split_into_several_files(tmp_path):
+    """The directory `ros2 bag record -s mcap` writes (metadata.yaml + bag_0.mcap,
+    bag_1.mcap), given as the directory or its metadata.yaml, reads as one recording
+    equal to the messages written; without metadata.yaml its *.mcap files are read."""
+    bag = tmp_path / "rosbag2_2026_11_26-07_00_00"
+    bag.mkdir()
+    t, q, _, tau = _data(seed=2)
+    _write_like_rosbag2(bag / "bag_0.mcap", t, q, tau, range(12))
+    _write_like_rosbag2(bag / "bag_1.mcap", t, q, tau, range(12, 20))
+    (bag / "metadata.yaml").write_text(METADATA.format(storage="mcap"))
+    for path in (bag, bag / "metadata.yaml", str(bag)):
+        log = rec.read_joint_states(path)
+        assert log.names == tuple(NAMES) and log.start_ns == int(round(t[0] * 1e9))
+        assert np.array_equal(log.position, q) and np.array_equal(log.effort, tau)
+        assert np.abs(log.t - (t - t[0])).max() < 1e-6 and log.velocity is None
+    assert rec.bag_files(bag) == [bag / "bag_0.mcap", bag / "bag_1.mcap"]
+    (bag / "metadata.yaml").unlink()
+    assert np.array_equal(rec.read_joint_states(bag).position, q)
+    split = tmp_path / "split"
+    split.mkdir()
+    for k in (10, 9, 0):
+        (split / f"bag_{k}.mcap").touch()
+    assert [f.name for f in rec.bag_files(split)] == ["bag_0.mcap", "bag_9.mcap", "bag_10.mcap"]
+
+
+def test_bag_directories_it_cannot_read_are_refused_with_the_reason(tmp_path):
+    bag = tmp_path / "bag"
+    bag.mkdir()
+    with pytest.raises(InputError, match="a directory with no .mcap file"):
+        rec.read_joint_states(bag)
+    (bag / "metadata.yaml").write_text(METADATA.format(storage="sqlite3"))
+    with pytest.raises(InputError, match="stored as 'sqlite3'; only MCAP is read"):
+        rec.read_joint_states(bag)
+    (bag / "metadata.yaml").write_text(METADATA.format(storage="mcap"))
+    with pytest.raises(InputError, match="bag_0.mcap, .*bag_1.mcap, which do not exist"):
+        rec.read_joint_states(bag)
 
 
 def test_schema_text_is_the_installed_message_definition():

@@ -170,6 +170,9 @@ class RobotModel:
         "prismatic joint (mimic joints included); links below it on fixed joints are lumped into "
         "it. The body frame is that link's frame."))
 
+    body_joint_names = property(lambda self: self._s.full_joint_names, doc=(
+        "the joint moving each body of body_links (same order; mimic joints included)"))
+
     def frame_body(self, frame):
         """(b, X_body_frame): index into body_links of the body carrying link ``frame`` (-1 if
         fixed to the root) and the link's constant 4x4 pose in that body's frame (a copy)."""
@@ -221,7 +224,7 @@ class RobotModel:
         self._frame(frame)
         m = _real(mass, "mass")
         if not np.isfinite(m) or m < 0:
-            raise InputError(f"payload mass must be finite and >= 0, got {mass!r}")
+            raise InputError(f"payload mass must be finite and >= 0, got {m}")
         c = _vector3(com, "com")
         I = np.zeros((3, 3)) if inertia is None else _as_float(inertia, "inertia")
         if I.shape != (3, 3) or not np.isfinite(I).all():
@@ -502,9 +505,13 @@ class RobotModel:
             s = int(np.argmax(status))
             if status[s] == K.OVERFLOW:
                 raise self._overflow(what, s, inputs)
+            d = np.diagonal(self.mass_matrix(inputs["q"][s]))
+            still = [j for j, x in zip(self.joint_names, d) if x <= 1e-12 * max(d.max(), 1e-300)]
             raise SingularConfigurationError(
-                f"mass matrix is not positive definite (state {s}): some joint moves no mass; "
-                f"joints with a massless subtree: {_tuple_names(self._massless_joints()) or 'none'}")
+                f"mass matrix is not positive definite (state {s}): some joint moves no mass "
+                f"or inertia; joints moving none about their axis here (M_ii = 0): "
+                f"{_tuple_names(still) or 'none alone'}; joints with a massless subtree: "
+                f"{_tuple_names(self._massless_joints()) or 'none'}")
 
     def _massless_joints(self):
         """Joints whose subtree has neither mass nor rotational inertia (M loses rank)."""
@@ -610,10 +617,10 @@ class RobotModel:
         fb, X = self._frame(frame)
         d = _real(damping, "damping")
         if not math.isfinite(d) or d < 0:
-            raise InputError(f"damping must be finite and >= 0, got {damping!r}")
+            raise InputError(f"damping must be finite and >= 0, got {d}")
         dc = _real(damping_condition, "damping_condition")
         if math.isnan(dc) or dc < 0:
-            raise InputError(f"damping_condition must be >= 0, got {damping_condition!r}")
+            raise InputError(f"damping_condition must be >= 0, got {dc}")
         return fb, X, 3 if _flag(linear_only, "linear_only") else 6, d, dc
 
     def _raise_if_singular(self, sing, cond, frame):

@@ -72,7 +72,11 @@ class ArmSimulator(Node):
         self.commands = CommandHold(self.model.n, values["command_timeout"])
         self.noise = MeasurementNoise(values["noise_seed"])
         self._rejected = {}               # problem text -> monotonic time last logged
-        self.stamp_ns = self.get_clock().now().nanoseconds
+        self.period_ns = round(1e9 * self.h * self.substeps)
+        self.stamp_ns = self.get_clock().now().nanoseconds    # the last stamp published
+        self.stamp_lead_ns = 0            # simulated time's lead over the wall clock
+        self.lockstep = False
+        self.resuming = False             # reset at run time: wait for an answer, then step
         self._apply(values, startup=True)
         self._create_interfaces(values)
         self.get_logger().info(
@@ -122,7 +126,7 @@ class ArmSimulator(Node):
             "command_joints": lambda v: setattr(self, "command_joints",
                                                 list(v or self.joint_names)),
             "paused": lambda v: setattr(self, "paused", bool(v)),
-            "lockstep": lambda v: setattr(self, "lockstep", bool(v)),
+            "lockstep": lambda v: self._set_lockstep(bool(v)),
             "lockstep_timeout": lambda v: setattr(self, "lockstep_timeout", float(v)),
             "coulomb_velocity": lambda v: setattr(plant, "coulomb_velocity", float(v)),
             "noise_position": lambda v: self.noise.sigma.update(position=float(v)),
@@ -138,8 +142,22 @@ class ArmSimulator(Node):
         if startup or {"initial_positions", "initial_velocities"} & values.keys():
             self._reset(log=not startup)
 
+    def _set_lockstep(self, on: bool):
+        """Switch lockstep with the stamps staying monotonic: switched on, simulated time goes
+        on from the last stamp published (one period per state); switched off, the wall
+        clock, plus the lead simulated time had over it if any."""
+        if self.lockstep and not on:
+            now = self.get_clock().now().nanoseconds
+            self.stamp_lead_ns = max(0, self.stamp_ns + self.period_ns - now)
+        self.lockstep = on
+
     def _reset(self, log=True):
-        """Put the arm at the initial state (unset: 0 clipped into the limits, at rest)."""
+        """Put the arm at the initial state (unset: 0 clipped into the limits, at rest).
+
+        At run time (``log``), the held command (computed for the state before the reset)
+        is dropped and the reset state published at once; the plant then waits, as one
+        lockstep period does, for the command answering it (up to ``lockstep_timeout``,
+        then it steps on with zero torque): pause, reset, resume by itself."""
         values = self._values()
         q = values["initial_positions"]
         qd = values["initial_velocities"]
@@ -149,6 +167,9 @@ class ArmSimulator(Node):
         self.plant.tau_applied = np.zeros(self.model.n)
         if log:
             self.get_logger().info(f"reset to q = {np.round(self.plant.q, 4).tolist()}")
+            self.commands.drop()
+            self.resuming = True
+            self._publish()
 
     # ------------------------------------------------------------------ commands
     def on_joint_command(self, msg: JointState):
@@ -190,19 +211,23 @@ class ArmSimulator(Node):
             response.success, response.message = False, str(err)
             return response
         response.success = True
-        response.message = (f"applying {list(request.force)} N, {list(request.torque)} N*m at "
-                            f"{request.link} for {request.duration} s")
+        response.message = (f"applying {np.asarray(request.force).tolist()} N, "
+                            f"{np.asarray(request.torque).tolist()} N*m at {request.link} "
+                            f"for {request.duration} s")
         return response
 
     # ------------------------------------------------------------------ simulation
     def on_timer(self):
         now = time.monotonic()
-        if self.lockstep and not self.paused and not self.commands.answered():
+        waiting = self.lockstep or self.resuming
+        if waiting and not self.paused and not self.commands.answered():
             if self.commands.waited(now) < self.lockstep_timeout:
                 return                  # wait (simulated time stands still) for the answer
             self.get_logger().warning(
-                f"lockstep: no command answered the last state within "
-                f"{self.lockstep_timeout} s; stepping on", throttle_duration_sec=1.0)
+                f"{'lockstep' if self.lockstep else 'after the reset'}: no command answered "
+                f"the last state within {self.lockstep_timeout} s; stepping on",
+                throttle_duration_sec=1.0)
+        self.resuming = self.resuming and self.paused
         if self.commands.newly_timed_out(now):
             self.get_logger().warning(
                 f"no command for {self.commands.timeout} s: applying zero torque")
@@ -219,10 +244,10 @@ class ArmSimulator(Node):
     def _publish(self):
         if self.lockstep:
             # One period per message: stamps follow simulated time, not the wall clock.
-            self.stamp_ns += round(1e9 * self.h * self.substeps)
-            stamp = Time(nanoseconds=self.stamp_ns).to_msg()
+            self.stamp_ns += self.period_ns
         else:
-            stamp = self.get_clock().now().to_msg()
+            self.stamp_ns = self.get_clock().now().nanoseconds + self.stamp_lead_ns
+        stamp = Time(nanoseconds=self.stamp_ns).to_msg()
         q, qd = self.plant.q, self.plant.qd
         tau = self.plant.tau_applied if not self.paused else np.zeros(self.model.n)
         msg = JointState(name=self.joint_names,

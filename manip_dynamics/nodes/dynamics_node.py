@@ -50,7 +50,8 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, Header, String
 from visualization_msgs.msg import MarkerArray
 
-from manip_dynamics.core.errors import InputError, ManipDynamicsError, NonFiniteResultError
+from manip_dynamics.core.errors import (InputError, ManipDynamicsError, NonFiniteResultError,
+                                        SingularConfigurationError)
 from manip_dynamics.nodes import markers
 from manip_dynamics.nodes.diagnostics import diagnostic_array
 from manip_dynamics.nodes.contact_outputs import ContactOutputs
@@ -64,9 +65,11 @@ from manip_dynamics.rules.dynamics_parameters import (PARAMETERS, SPECS, Paramet
 from manip_dynamics.rules.marker_schedule import MarkerSchedule
 from manip_dynamics.rules.model_source import Applied, Description, ModelSource
 from manip_dynamics.rules.parameter_table import ParameterTypeError
+from manip_dynamics.rules.singular_mass import (advice, joints_moving_no_inertia,
+                                                terms_without_inverse)
 from manip_dynamics.rules.snapshot import Snapshot
 from manip_dynamics.rules.stamp_gate import StampGate
-from manip_dynamics.rules.stats import NodeStats, diagnostic_status
+from manip_dynamics.rules.stats import Level, NodeStats, diagnostic_status
 from manip_dynamics.rules.throttled_log import ThrottledLog
 from manip_dynamics_interfaces.msg import Dynamics
 
@@ -100,11 +103,13 @@ class DynamicsNode(Node):
         self._marker_schedule = MarkerSchedule()    # updates in the gap after a state
         self._stats = NodeStats(time.monotonic(), time.process_time())
         self._gc = gc_pauses.GcPauses()       # collections and pauses, for /diagnostics
+        self._singular_note = ""    # the model's joints moving no inertia (rules.singular_mass)
         # Called after the outputs of every computed state, in order:
         # listener(snapshot, msg, q, qd, terms) with msg the JointState as received, q and qd
         # in model order (qd None for a position-only state), terms the core's DynamicsTerms
         # (None without velocities). A listener's exception costs only that listener.
-        # States skipped by latest-wins (or for bad input) do not reach the listeners.
+        # States skipped by latest-wins (or for bad input) do not reach the listeners, nor
+        # do states whose M(q) is singular (the observer needs M^-1; rules.singular_mass).
         self.state_listeners: list[Callable] = []
 
         try:
@@ -296,6 +301,10 @@ class DynamicsNode(Node):
             self._marker_timer.timer_period_ns = period_ns
         if model_changed and new.snapshot is not None:
             model = new.snapshot.model
+            no_inertia = joints_moving_no_inertia(model)
+            self._singular_note = advice(model, no_inertia) if no_inertia else ""
+            if no_inertia:
+                self.get_logger().warning(self._singular_note)
             self.get_logger().info(
                 f"robot model from {new.origin}: {model.n} joints "
                 f"[{', '.join(model.joint_names)}], root {model.root_link}, "
@@ -370,6 +379,7 @@ class DynamicsNode(Node):
             self._skip(rejection.key, rejection.reason)
             return rejection.key
 
+        singular = False
         try:
             q, qd = outputs.vectors(msg)
             if qd is None:                      # position-only state: g(q) and no more
@@ -378,6 +388,12 @@ class DynamicsNode(Node):
                 terms = model.compute_all(q, qd, snapshot.tip_frame, damping=snapshot.damping,
                                           damping_condition=snapshot.singular_condition)
                 g = terms.g
+        except SingularConfigurationError as exc:   # M(q) singular: all that needs no M^-1
+            terms, singular = terms_without_inverse(model, q, qd, snapshot.tip_frame), True
+            g = terms.g
+            self._throttled("warning", "singular-M", f"{exc}; publishing g, C qd, M and J "
+                            "(~/dynamics: effective_inertia and inverse_effective_inertia "
+                            "empty, condition_number inf); no observer")
         except InputError as exc:             # names, lengths, or a NaN / inf value
             exc = outputs.explain(msg, exc)
             self._skip("input:" + str(exc), str(exc))
@@ -389,10 +405,14 @@ class DynamicsNode(Node):
             self._skip("compute:" + type(exc).__name__, f"the dynamics failed: {exc}", "error")
             return "compute error"
         # (the core raised NonFiniteResultError above if anything overflowed)
-        outputs.publish(msg.header, q, qd, g, terms, time.monotonic())
+        if singular:       # Python messages: the wire layouts hold a 6 x 6 Lambda
+            outputs.publish_messages(msg.header, q, qd, g, terms, time.monotonic())
+        else:
+            outputs.publish(msg.header, q, qd, g, terms, time.monotonic())
         self._gate.accept(stamp_ns)
         self._latest = (outputs, msg.header, q)       # for the marker timer
-        self._notify_listeners(snapshot, msg, q, qd, terms)
+        if not singular:   # the observer needs M^-1
+            self._notify_listeners(snapshot, msg, q, qd, terms)
         if qd is None:
             self._throttled("warning", "no-velocity",
                             "joint_states has no velocities: publishing g(q) "
@@ -475,6 +495,9 @@ class DynamicsNode(Node):
                      f"from {outputs.origin}")
         report = self._stats.report(time.monotonic(), time.process_time(), model=model)
         level, message, values = diagnostic_status(report)
+        if outputs is not None and self._singular_note:
+            level, message = max(level, Level.WARN), f"{message}; {self._singular_note}"
+            values.append(("M(q)", self._singular_note))
         (n0, n1, n2), longest = self._gc.take()
         values += [("GC collections since last report (gen 0/1/2)", f"{n0}/{n1}/{n2}"),
                    ("GC longest pause since last report [ms]", f"{longest * 1e3:.3f}")]

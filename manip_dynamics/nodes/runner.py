@@ -137,7 +137,11 @@ def declare_table(node: Node, specs: Sequence[ParamSpec]) -> dict[str, Any]:
     """Declare every parameter of the table on ``node``; -> {name: start-up value}.
 
     Each start-up value (default or override) is checked by its spec: ParameterTypeError
-    (wrong type) or ParameterValueError (out of bounds), naming the parameter. A
+    (wrong type, with a hint that matches the mistake: ParamSpec.type_hint) or
+    ParameterValueError (out of bounds), naming the parameter. A string override that
+    YAML read as a boolean (``-p mode:=off``) is taken as the one allowed choice YAML reads
+    that way (ParamSpec.word_for_bool); so is a SetParameters request holding a bool for
+    such a parameter (``ros2 param set ... mode off``), through a pre-set callback. A
     parameter gets its final descriptor (range, read-only) once its value is known to
     fit, so a bad override is reported in the table's words, not as rclpy's
     InvalidParameterValueException. Per-joint lengths need the model: the node checks
@@ -145,20 +149,48 @@ def declare_table(node: Node, specs: Sequence[ParamSpec]) -> dict[str, Any]:
     """
     values = {}
     for spec in specs:
-        kind = Parameter.Type(spec.type)
-        # An empty list does not tell its type: declare those by type, then set them.
-        untyped_default = isinstance(spec.default, list) and not spec.default
-        try:
-            param = node.declare_parameter(spec.name, kind if untyped_default else spec.default,
-                                           descriptor(spec, final=False))
-        except InvalidParameterTypeException as exc:
-            raise ParameterTypeError(
-                spec.name, f"must be of type {kind.name} ({exc}); write doubles with a "
-                "decimal point, e.g. 1.0 or [0.0, 0.0, -9.81]") from None
+        param = _declare(node, spec)
         if param.type_ == Parameter.Type.NOT_SET:     # no override given: the default
-            node.set_parameters([Parameter(spec.name, kind, spec.default)])
+            node.set_parameters([Parameter(spec.name, Parameter.Type(spec.type), spec.default)])
         values[spec.name] = node.get_parameter(spec.name).value
         spec.check(values[spec.name])
         if spec.bounded or spec.read_only:
             node.set_descriptor(spec.name, descriptor(spec))
+    by_name = {spec.name: spec for spec in specs}
+    node.add_pre_set_parameters_callback(lambda params: _words_for_bools(by_name, params))
     return values
+
+
+def _declare(node: Node, spec: ParamSpec) -> Parameter:
+    """Declare one table parameter (start-up descriptor): its override if it has the
+    spec's type, the allowed word for a boolean override of a string (``off``), else
+    ParameterTypeError with the hint of ParamSpec.type_hint."""
+    kind = Parameter.Type(spec.type)
+    # An empty list does not tell its type: declare those by type, then set them.
+    untyped_default = isinstance(spec.default, list) and not spec.default
+    start = kind if untyped_default else spec.default
+    try:
+        return node.declare_parameter(spec.name, start, descriptor(spec, final=False))
+    except InvalidParameterTypeException:
+        pass
+    # The override has another type: read it through a dynamically typed declaration.
+    given = node.declare_parameter(spec.name, None,
+                                   ParameterDescriptor(dynamic_typing=True)).value
+    node.undeclare_parameter(spec.name)
+    word = spec.word_for_bool(given)
+    if word is None:
+        raise ParameterTypeError(spec.name, f"must be of type {kind.name}: "
+                                            f"{spec.type_hint(given)}") from None
+    return node.declare_parameter(spec.name, word, descriptor(spec, final=False),
+                                  ignore_override=True)
+
+
+def _words_for_bools(specs: dict, params: list) -> list:
+    """Pre-set callback: a bool sent for a string parameter whose choices hold exactly one
+    word YAML reads as that bool (``ros2 param set ... mode off``) becomes that word."""
+    out = []
+    for p in params:
+        spec = specs.get(p.name)
+        word = spec.word_for_bool(p.value) if spec is not None else None
+        out.append(p if word is None else Parameter(p.name, Parameter.Type.STRING, word))
+    return out

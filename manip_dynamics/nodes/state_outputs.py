@@ -195,6 +195,11 @@ class StateOutputs:
         if terms is not None and due("coriolis_torques", now):
             pub["coriolis_torques"].publish(joint_state.fill(header.stamp, q, qd, terms.c))
 
+    def publish_messages(self, header: Header, q, qd, g, terms, now: float) -> None:
+        """``publish`` through Python messages whatever ``raw`` says: for terms whose sizes
+        the serialised layouts do not hold (a singular M: Lambda and A empty)."""
+        self._publish_messages(header, q, qd, g, terms, now)
+
     def _publish_messages(self, header: Header, q, qd, g, terms, now: float) -> None:
         """``publish`` with Python messages (a middleware that reads the layouts otherwise)."""
         due, pub = self._due, self._pub

@@ -39,6 +39,11 @@ from typing import Any, Mapping, Optional, Sequence
 
 from manip_dynamics.core.errors import ManipDynamicsError
 
+# YAML 1.1 (and rcl's parameter parser, for ``-p name:=value``) reads these unquoted words
+# as booleans, each in lower case, Capitalised or UPPER case (rcl: also y / n; mixed case
+# stays a string): ``-p mode:=off`` arrives as the boolean false, ``ros2 param set ... mode
+# off`` as a SetParameters request holding a bool.
+YAML_BOOL_WORDS = {True: ("y", "yes", "true", "on"), False: ("n", "no", "false", "off")}
 # kind -> rcl_interfaces/ParameterType value (PARAMETER_BOOL = 1, ... as in the .msg)
 TYPE_OF_KIND = {"bool": 1, "integer": 2, "double": 3, "string": 4, "double_array": 8,
                 "string_array": 9}
@@ -134,6 +139,40 @@ class ParamSpec:
             parts[0] = "each " + parts[0] if self.bounded else parts[0]
         return ", ".join(parts)
 
+    def word_for_bool(self, value: bool) -> Optional[str]:
+        """The one allowed choice of this string parameter that YAML 1.1 reads as the
+        boolean ``value`` (e.g. 'off' for False when 'off' is a choice), or None (not a
+        string parameter with choices, or no such choice, or more than one)."""
+        if self.kind != "string" or not isinstance(value, bool):
+            return None
+        words = [c for c in self.choices
+                 if c.lower() in YAML_BOOL_WORDS[value] and c in (c.lower(), c.capitalize(),
+                                                                  c.upper())]
+        return words[0] if len(words) == 1 else None
+
+    def type_hint(self, value) -> str:
+        """Why ``value`` (of the wrong type for this parameter) is refused, in words that
+        match the mistake: a boolean read from an unquoted on/off/yes/no/true/false for a
+        string, an integer for a double, a number for a string, a word for a bool."""
+        first = _first(value)
+        if self.kind in ("string", "string_array") and isinstance(first, bool):
+            words = YAML_BOOL_WORDS[first]
+            said = (f"got the boolean {str(first).lower()}: YAML reads an unquoted "
+                    f"{'/'.join(words)} as a boolean")
+            if self.choices:
+                return f"{said}; write one of {', '.join(self.choices)}"
+            return f"{said}; quote the word, e.g. -p '{self.name}:=\"{words[-1]}\"'"
+        if isinstance(first, bool):
+            return f"got the boolean {str(first).lower()}"
+        if self.kind in ("double", "double_array") and isinstance(first, int):
+            return ("got an integer: write doubles with a decimal point, e.g. 1.0 or "
+                    "[0.0, 0.0, -9.81]")
+        if self.kind in ("string", "string_array") and isinstance(first, (int, float)):
+            return f"got the number {first!r}: quote it, e.g. -p '{self.name}:=\"{first}\"'"
+        if self.kind == "bool":
+            return f"got {value!r}: write true or false"
+        return f"got {value!r} ({type(value).__name__})"
+
     def constraints_text(self) -> str:
         """What ParameterDescriptor.additional_constraints says: bounds, then prose."""
         return "; ".join(t for t in (self.bounds_text(), self.constraints) if t)
@@ -205,6 +244,13 @@ class ParamSpec:
                 self.name, f"{what} must be {'>' if self.low_open else '>='} {low:g}{sign}")
         if high is not None and x > high:
             raise ParameterValueError(self.name, f"{what} must be <= {high:g}")
+
+
+def _first(value):
+    """The value itself, or the first element of a list / tuple (None if empty)."""
+    if isinstance(value, (list, tuple)):
+        return value[0] if value else None
+    return value
 
 
 def check_table(specs: Mapping[str, ParamSpec], values: Mapping[str, Any],

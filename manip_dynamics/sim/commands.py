@@ -30,6 +30,12 @@ class CommandHold:
         self.stamp = stamp if stamp and tuple(stamp) != (0, 0) else None
         self.timed_out_reported = False
 
+    def drop(self):
+        """Forget the held command (the state it answered is gone: a reset)."""
+        self.tau = np.zeros(self.n)
+        self.arrival = self.stamp = None
+        self.timed_out_reported = False
+
     def torque(self, now: float) -> np.ndarray:
         """The command in force: the latest one if fresh, else zeros."""
         if self.arrival is not None and now - self.arrival <= self.timeout:

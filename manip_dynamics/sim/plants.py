@@ -7,6 +7,7 @@ value, unset arrays as None or []) into a :class:`MujocoPlant` or a :class:`Mode
 from __future__ import annotations
 
 import os
+import xml.etree.ElementTree as ET
 
 import numpy as np
 
@@ -49,7 +50,14 @@ def scene_options(values: dict, model, h: float) -> SceneOptions:
 
 
 def build_plant(urdf_xml: str, model, values: dict, h: float):
-    """The plant named by ``values['plant']`` ('mujoco' or 'model') with step h (s)."""
+    """The plant named by ``values['plant']`` ('mujoco' or 'model') with step h (s).
+
+    ValueError (one line) for a robot with no moving joint, and for a URDF MuJoCo
+    cannot compile (naming the link: ``scene.compile_error_text``)."""
+    if model.n == 0:
+        joints = [f"{j.get('name')} ({j.get('type')})" for j in ET.fromstring(urdf_xml).iter("joint")]
+        raise ValueError("the URDF has no moving joint (revolute, continuous or prismatic; "
+                         f"its joints: {', '.join(joints) or 'none'}): nothing to simulate")
     if values.get("plant", "mujoco") == "model":
         perturbed = [k for k in ("mass_factors", "com_factors", "obstacle_size")
                      if values.get(k) is not None and len(values[k])]

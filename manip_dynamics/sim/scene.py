@@ -27,6 +27,7 @@ root frame, z up for the floor.
 from __future__ import annotations
 
 import logging
+import re
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 
@@ -236,8 +237,31 @@ def build_spec(urdf_xml: str, model, options: SceneOptions | None = None) -> muj
 
 def build_model(urdf_xml: str, model, options: SceneOptions | None = None) -> mujoco.MjModel:
     """Compile :func:`build_spec`; MuJoCo's refusal (e.g. an inertia violating the triangle
-    inequality) is raised as ValueError with its message."""
+    inequality, a moving link without mass) is raised as a one-line ValueError naming
+    the link (:func:`compile_error_text`)."""
     try:
         return build_spec(urdf_xml, model, options).compile()
     except (ValueError, RuntimeError) as err:   # mujoco raises ValueError with its text
-        raise ValueError(f"MuJoCo cannot compile this URDF: {err}") from err
+        raise ValueError(compile_error_text(urdf_xml, str(err))) from err
+
+
+def compile_error_text(urdf_xml: str, error: str) -> str:
+    """MuJoCo's compile error (several lines, the element last: ``Element name 'link2',
+    id 3``) as one line naming the link and the joint that moves it, with what to add
+    when the link has no mass or inertia."""
+    lines = [ln.strip() for ln in error.splitlines() if ln.strip()]
+    name = next((m.group(1) for ln in lines
+                 if (m := re.match(r"Element name '([^']*)'", ln))), "")
+    what = "; ".join(ln.removeprefix("Error: ") for ln in lines
+                     if not ln.startswith("Element "))
+    if not name:
+        return f"MuJoCo cannot compile this URDF: {what}"
+    joint = next((j.get("name") for j in ET.fromstring(urdf_xml).iter("joint")
+                  if (j.find("child") is not None and j.find("child").get("link") == name)),
+                 None)
+    where = f"link '{name}'" + (f" (moved by joint '{joint}')" if joint else "")
+    if "mass and inertia of moving bodies" in what:
+        return (f"MuJoCo cannot simulate {where}: it has no mass or no inertia (MuJoCo needs "
+                "both > 1e-15 on every body a joint moves); give the link an <inertial> "
+                "with a positive mass and a positive-definite inertia")
+    return f"MuJoCo cannot compile this URDF at {where}: {what}"

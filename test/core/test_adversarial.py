@@ -369,3 +369,23 @@ def test_ur5_wrist_singularity_approach():
     u = np.linalg.svd(J_pin.T)[2][-1]          # null direction of J^T (6,)
     assert model.effective_mass(q, "tool0", u) == np.inf
     assert np.isfinite(model.effective_mass(q, "tool0", [1, 0, 0, 0, 0, 0]))
+
+
+def test_refused_numpy_scalars_print_as_numbers():
+    """A numpy scalar refused by the core is printed as a number in the message, not as
+    its repr np.float64(-1.0)."""
+    from manip_dynamics import RobotModel, robots
+
+    model = RobotModel.from_urdf_file(robots.path("planar_2r"))
+    q = np.zeros(model.n)
+    for call, words in [
+        (lambda: model.effective_inertia(q, "link2", damping=np.float64(-1.0)),
+         "damping must be finite and >= 0, got -1.0"),
+        (lambda: model.effective_inertia(q, "link2", damping_condition=np.float64(-2.0)),
+         "damping_condition must be >= 0, got -2.0"),
+        (lambda: model.with_payload("link2", np.float64(-3.0)),
+         "payload mass must be finite and >= 0, got -3.0"),
+    ]:
+        with pytest.raises(InputError) as info:
+            call()
+        assert words in str(info.value) and "np." not in str(info.value), str(info.value)

@@ -139,3 +139,40 @@ def test_payload_inertia_parameter_and_core_payload_agree():
                 assert by_parameter == by_core, (scale, excess, six)
                 refused[by_core] += 1
     assert refused[True] and refused[False]        # both outcomes occur in the grid
+
+
+def test_every_choice_yaml_reads_as_a_boolean_is_taken_back_as_its_word():
+    """PyYAML (YAML 1.1, as rcl reads ``-p name:=value``) is the reference for which words
+    arrive as booleans; every such choice of every node's table comes back as the word."""
+    import yaml
+
+    from manip_dynamics.nodes.computed_torque_controller import PARAMETERS as CONTROLLER
+    from manip_dynamics.nodes.recorder import PARAMETERS as RECORDER
+    from manip_dynamics.sim.parameters import PARAMETERS as SIMULATOR
+
+    seen = []
+    for spec in (*PARAMETERS, *CONTROLLER, *RECORDER, *SIMULATOR):
+        for flag in (True, False):
+            words = [c for c in spec.choices if yaml.safe_load(c) is flag]
+            assert spec.word_for_bool(flag) == (words[0] if len(words) == 1 else None)
+            seen += [f"{spec.name}={w}" for w in words]
+    assert "mode=off" in seen
+    for word in ("off", "Off", "NO", "false"):      # each a boolean to YAML 1.1
+        assert yaml.safe_load(word) is False
+        assert ParamSpec("m", "string", "a", "m", choices=("a", word)).word_for_bool(False) == word
+    assert ParamSpec("m", "string", "a", "m", choices=("a", "oFF")).word_for_bool(False) is None
+
+
+@pytest.mark.parametrize("spec, given, words", [
+    (ParamSpec("mode", "string", "a", "m", choices=("a", "b")), True,
+     "got the boolean true: YAML reads an unquoted y/yes/true/on as a boolean; write one of a, b"),
+    (ParamSpec("path", "string", "", "p"), False, "quote the word, e.g. -p 'path:=\"off\"'"),
+    (ParamSpec("path", "string", "", "p"), 3, "got the number 3: quote it"),
+    (ParamSpec("g", "double_array", [], "g"), [0, 0, -10], "write doubles with a decimal point"),
+    (ParamSpec("rate", "double", 1.0, "r"), True, "got the boolean true"),
+    (ParamSpec("floor", "bool", True, "f"), "off", "got 'off': write true or false"),
+])
+def test_type_hints_name_the_actual_mistake(spec, given, words):
+    hint = spec.type_hint(given)
+    assert words in hint, hint
+    assert ("decimal" in hint) == (spec.kind.startswith("double") and not isinstance(given, bool))

@@ -65,3 +65,23 @@ def test_table_on_the_wire_and_per_joint_lengths(node_process, ros_node):
     assert reasons[0].startswith("kd: element 0 (-1.0) must be >= 0"), reasons
     assert "not one of" in reasons[1], reasons
     ros_utils.assert_running(proc)
+
+
+def test_mode_off_as_yaml_reads_it(node_process, ros_node):
+    """``-p mode:=off`` and ``ros2 param set ... mode off`` both arrive as the boolean false
+    (YAML 1.1): the controller takes them as mode 'off' (tau = 0); a boolean true (no
+    mode is 'on') is refused, at start-up with a hint about YAML booleans, not doubles."""
+    proc = node_process([CONTROLLER, "--ros-args", "-p", "mode:=off"])
+    _command_equals(ros_node, np.zeros(2))
+    assert _set(ros_node, mode="gravity") == ([True], [""])
+    _command_equals(ros_node, G)
+    ok, reasons = _set(ros_node, mode=False)            # what `ros2 param set` sends for off
+    assert ok == [True], reasons
+    _command_equals(ros_node, np.zeros(2))
+    assert _set(ros_node, mode=True)[0] == [False]
+    ros_utils.assert_running(proc)
+    bad = node_process([CONTROLLER, "--ros-args", "-p", "mode:=on"])
+    assert bad.wait(timeout=30) == 2
+    log = ros_utils.read_log(bad)
+    assert "mode must be of type STRING: got the boolean true" in log, log
+    assert "off, gravity, computed_torque, excitation" in log and "decimal" not in log, log

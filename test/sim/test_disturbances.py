@@ -56,6 +56,10 @@ def test_a_known_wrench_shows_on_the_truth_topic_as_J_transpose_F(node_process, 
 
     response = _wrench(ros_node, client, link, force, torque, point, 0.5)
     assert response.success, response.message
+    # Numbers printed as numbers (not np.float64(3.0), which a list of the request's
+    # numpy array fields prints).
+    assert response.message == ("applying [3.0, -2.0, 5.0] N, [0.2, 0.1, -0.3] N*m at "
+                                 "panda_link6 for 0.5 s"), response.message
     msgs = ros_utils.collect_messages(ros_node, JointState, TRUTH, 40, timeout=20.0)
     acting = [m for m in msgs if np.any(np.abs(m.effort) > 1e-6)]
     assert len(acting) >= 10                        # 0.5 s at 100 Hz, some already gone

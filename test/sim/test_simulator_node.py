@@ -226,3 +226,40 @@ def test_descriptors_publish_the_table(node_process, ros_node):
     ok, reasons = _set(ros_node, lockstep_timeout=2e6)
     assert ok == [False] and "range" in reasons[0], reasons      # rclpy's own refusal
     ros_utils.assert_running(proc)
+
+
+def _variant(tmp_path, name, *edits):
+    """planar_2r's URDF with ``edits`` (old, new) applied, written to tmp_path/name.urdf."""
+    xml = open(robots.path("planar_2r"), encoding="utf-8").read()
+    for old, new in edits:
+        assert old in xml
+        xml = xml.replace(old, new)
+    path = tmp_path / f"{name}.urdf"
+    path.write_text(xml)
+    return path
+
+
+LINK2_INERTIA = ('<inertia ixx="0.000375" ixy="0" ixz="0" iyy="0.01618750" iyz="0" '
+                 'izz="0.01618750"/>')
+
+
+@pytest.mark.parametrize("name, edits, words", [
+    ("fixed", [('"joint1" type="revolute"', '"joint1" type="fixed"'),
+               ('"joint2" type="revolute"', '"joint2" type="fixed"')],
+     "no moving joint (revolute, continuous or prismatic; its joints: joint1 (fixed)"),
+    ("no_inertia", [(LINK2_INERTIA, '<inertia ixx="0" ixy="0" ixz="0" iyy="0" iyz="0" izz="0"/>')],
+     "MuJoCo cannot simulate link 'link2' (moved by joint 'joint2'): it has no mass or no "
+     "inertia"),
+    ("planar", [('"joint2" type="revolute"', '"joint2" type="planar"')],
+     "joint 'joint2' has type 'planar', which is not supported"),
+])
+def test_a_urdf_the_simulator_cannot_build_is_refused_in_one_line(node_process, tmp_path,
+                                                                  name, edits, words):
+    """Refused at start (exit 2) with one FATAL line naming the joint or link."""
+    path = _variant(tmp_path, name, *edits)
+    proc = node_process([SIM, "--ros-args", "-p", f"urdf_file:={path}"])
+    assert proc.wait(timeout=120) == 2
+    log = ros_utils.read_log(proc)
+    fatal = [ln for ln in log.splitlines() if "cannot start" in ln]
+    assert len(fatal) == 1 and words in fatal[0], log
+    assert "Element name" not in log, log
