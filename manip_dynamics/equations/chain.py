@@ -4,18 +4,19 @@
 own parser: fixed joints already merged, inertias already lumped into the moving bodies) and
 returns a :class:`Chain`: one :class:`ChainBody` per moving body from the root to the tip, in
 q order, with every number that can be a named parameter turned into a sympy symbol
-(``m_i``, ``c_ix``, ``I_ixx``, ``l_i``, ``b_i``, ``fc_i``, ``g_0``) and its URDF value kept in
+(``m_i``, ``r_ci``, ``I_ixx``, ``l_i``, ``b_i``, ``fc_i``, ``g_0``) and its URDF value kept in
 ``Chain.values``. Only nonzero numbers become symbols, so the equations keep the URDF's
 structure (a link along x has one length ``l_1``, not three).
 
 Names (``i`` = body index from 1, in chain order):
 
 ``m_i``                 mass of body i (kg)
-``c_ix, c_iy, c_iz``    its centre of mass in its own frame (m)
+``r_ci`` (``r_cix`` ..)  its centre of mass in its own frame (m; De Luca's r_ci; one
+                        symbol when only one component is nonzero)
 ``I_ixx ... I_izz``     its inertia about the com, body axes (kg m^2)
-``l_i`` (``l_ix`` ...)  origin of joint i+1 in body i's frame (m): the length of link i
-                        (``l_0``: joint 1 from the root); one symbol when only one
-                        component is nonzero
+``l_i`` (``l_ix`` ...)  origin of joint i+1 (or of the tip frame) in body i's frame (m):
+                        the length of link i (``l_0``: joint 1 from the root); one symbol
+                        when only one component is nonzero
 ``b_i``, ``fc_i``       viscous (N m s/rad or N s/m) and Coulomb (N m or N) friction of
                         coordinate i, when the URDF gives ``<dynamics damping friction>``
 ``g_0``                 magnitude of gravity (m/s^2), along the given gravity direction
@@ -30,6 +31,7 @@ float's last bit of the products).
 """
 from __future__ import annotations
 
+import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -201,17 +203,18 @@ def serial_chain(xml, tip=None, joints=None, gravity=(0.0, 0.0, -9.81),
             q_index=coords.index(name) if name in coords else None,
             axis=_numbers(geom[0:3]), R_tree=_numbers(geom[3:12].reshape(3, 3)),
             p_tree=namer.vector(f"l_{k - 1}", geom[12:15]),
-            mass=namer.scalar(f"m_{k}", inert[0]), com=namer.vector(f"c_{k}", inert[1:4]),
+            mass=namer.scalar(f"m_{k}", inert[0]), com=namer.vector(f"r_c{k}", inert[1:4]),
             I_com=namer.inertia(f"I_{k}", inert[4:13].reshape(3, 3))))
-    return _finish(structure, bodies, coords, tip, path, gravity, namer)
+    name = ET.fromstring(xml).get("name") or structure.root_link    # parsed above: valid XML
+    return _finish(structure, name, bodies, coords, tip, path, gravity, namer)
 
 
-def _finish(structure, bodies, coords, tip, path, gravity, namer):
+def _finish(structure, name, bodies, coords, tip, path, gravity, namer):
     """The Chain: tip frame, gravity, friction of the coordinates."""
     tb, X = structure.frames[tip]
     X_tip = sp.eye(4)
     X_tip[:3, :3] = _numbers(X[:3, :3])
-    X_tip[:3, 3] = _numbers(X[:3, 3])
+    X_tip[:3, 3] = namer.vector(f"l_{path.index(tb) + 1 if tb >= 0 else 0}", X[:3, 3])
     gvec = np.asarray(gravity, dtype=float)
     g0 = float(np.linalg.norm(gvec))
     if namer.symbolic and g0 > 0:
@@ -223,7 +226,7 @@ def _finish(structure, bodies, coords, tip, path, gravity, namer):
                     for i, j in enumerate(coords))
     coulomb = tuple(namer.scalar(f"fc_{i + 1}", structure.coulomb[q_of[j]])
                     for i, j in enumerate(coords))
-    return Chain(name=structure.root_link, bodies=tuple(bodies), joint_names=tuple(coords),
+    return Chain(name=name, bodies=tuple(bodies), joint_names=tuple(coords),
                  tip=tip, tip_body=path.index(tb) if tb >= 0 else -1, X_tip=X_tip,
                  gravity=gravity, viscous=viscous, coulomb=coulomb, values=dict(namer.values))
 
