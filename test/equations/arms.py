@@ -19,6 +19,8 @@ KINDS = ("revolute", "continuous", "prismatic")
 
 
 def _axis(rng, general):
+    if general == "planar":
+        return np.array([0.0, 0.0, rng.choice((-1.0, 1.0))])
     if not general or rng.random() < 0.5:
         a = np.zeros(3)
         a[rng.integers(3)] = rng.choice((-1.0, 1.0))
@@ -33,6 +35,8 @@ def _inertial(rng):
 
 
 def _rpy(rng, general):
+    if general == "planar":
+        return (0.0, 0.0, rng.uniform(-math.pi, math.pi))
     if general:
         return rng.uniform(-math.pi, math.pi, 3) if rng.random() < 0.7 else (0, 0, 0)
     return rng.integers(-1, 3, 3) * (math.pi / 2)
@@ -41,7 +45,9 @@ def _rpy(rng, general):
 def random_chain(n, seed=0, kinds=KINDS, friction=False, general=True):
     """URDF of a random serial chain with n coordinates (see the module docstring).
     general=False: joint axes along +-x/y/z and joint-origin rpy multiples of pi/2 (how real
-    arms are described), only the offsets and the bodies random."""
+    arms are described), only the offsets and the bodies random. general="planar": every
+    axis +-z, joint origins yawed only (offsets still 3D, bodies still 3D); a prismatic
+    joint then slides along z."""
     rng = np.random.default_rng(seed)
     parts, parent = [uf.link_xml("base")], "base"
     for i in range(1, n + 1):
