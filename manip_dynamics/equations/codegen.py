@@ -48,8 +48,16 @@ def _terms(eq):
 
 
 def _cse(entries):
+    """sympy's cse, without the intermediates that nothing uses any more (an entry can
+    cancel to a number once its subexpressions are shared)."""
     replacements, reduced = sp.cse(entries, symbols=sp.numbered_symbols("x"))
-    return replacements, reduced
+    used = set().union(*(e.free_symbols for e in reduced)) if reduced else set()
+    kept = []
+    for x, e in reversed(replacements):
+        if x in used:
+            kept.append((x, e))
+            used |= e.free_symbols
+    return kept[::-1], reduced
 
 
 def _header_lines(eq):

@@ -8,12 +8,14 @@ and a massless tool frame at the end. Built with the core tests' ``urdf_factory`
 """
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
 import sympy as sp
 
 from core import urdf_factory as uf
+from manip_dynamics.equations import derive
 
 KINDS = ("revolute", "continuous", "prismatic")
 
@@ -92,3 +94,9 @@ def assert_close(actual, expected, tol=1e-12, what=""):
     scale = max(1.0, float(np.abs(expected).max(initial=0.0)))
     err = float(np.abs(actual - expected).max(initial=0.0))
     assert err <= tol * scale, f"{what}: max error {err:.3e} > {tol:g} * {scale:.3g}"
+
+
+@functools.lru_cache(maxsize=None)
+def derived(xml, **options):
+    """derive(xml, **options), once per test session (the tests share the derivations)."""
+    return derive(xml, **options)
