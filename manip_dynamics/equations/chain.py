@@ -130,7 +130,14 @@ class _Namer:
 
 
 def _chain_path(structure, tip):
-    """Body indices root -> the body carrying ``tip``; URDFError for a branching tree."""
+    """Body indices root -> the body carrying ``tip``; UnsupportedJointError for a mimic
+    joint, URDFError for a branching tree."""
+    if structure.has_mimic:
+        mimic = [j for j in structure.full_joint_names if j not in structure.joint_names]
+        raise UnsupportedJointError(
+            f"mimic joints ({', '.join(repr(j) for j in mimic)}) are not supported by the "
+            "symbolic path (serial chains of independent revolute, continuous and prismatic "
+            "joints only)")
     parent = structure.topo[:, 0]
     if tip not in structure.frames:
         raise URDFError(f"tip link '{tip}' is not a link below root '{structure.root_link}'")
@@ -153,12 +160,6 @@ def _chain_path(structure, tip):
 def _check_joints(structure, path, joints, max_joints):
     """The coordinates (joint names in q order) of the chain, checked against the limits."""
     chain_joints = [structure.full_joint_names[b] for b in path]
-    if structure.has_mimic:
-        mimic = [j for j in structure.full_joint_names if j not in structure.joint_names]
-        raise UnsupportedJointError(
-            f"mimic joints ({', '.join(repr(j) for j in mimic)}) are not supported by the "
-            "symbolic path (serial chains of independent revolute, continuous and prismatic "
-            "joints only)")
     if joints is None:
         joints = chain_joints
     joints = list(joints)
