@@ -4,7 +4,7 @@
    arms are (axes alternating z, y, x in the joint frames, joint origins offset in x and z
    with rpy multiples of pi/2, every link a body with a com off the axis and a full inertia
    tensor), derived with the URDF's numbers; once without simplification (``derive``) and,
-   where asked (--simplify-up-to), with ``simplify=True``. Each run has --time-limit seconds;
+   up to --simplify-up-to joints (default 2), with ``simplify=True``. Each run has --time-limit seconds;
    a run that hits it prints "limit".
 2. Generated C (gcc -O2) against the core's single call, same arm, same run: the C's g(q) and
    M(q) timed in C (a loop of --calls calls over distinct states, clock_gettime), the core's
@@ -112,8 +112,8 @@ def core_times(xml):
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--sizes", type=int, nargs="+", default=[1, 2, 3, 4, 5, 6])
-    p.add_argument("--simplify-up-to", type=int, default=3)
-    p.add_argument("--time-limit", type=float, default=300.0)
+    p.add_argument("--simplify-up-to", type=int, default=2)
+    p.add_argument("--time-limit", type=float, default=120.0)
     p.add_argument("--calls", type=int, default=200000)
     args = p.parse_args()
     warnings.simplefilter("ignore")
@@ -125,8 +125,8 @@ def main():
         t_simp = None
         if n <= args.simplify_up_to:
             _, t_simp = timed_derivation(xml, True, args.time_limit)
-        row = f"{n:>2} {'limit' if t_raw is None else f'{t_raw:9.2f}':>9} " \
-              f"{'-' if n > args.simplify_up_to else 'limit' if t_simp is None else f'{t_simp:.2f}':>10}"
+        simp = "-" if n > args.simplify_up_to else "limit" if t_simp is None else f"{t_simp:.2f}"
+        row = f"{n:>2} {'limit' if t_raw is None else f'{t_raw:9.2f}':>9} {simp:>10}"
         if eq is not None:
             cg, cm = c_times(eq, args.calls)
             kg, km = core_times(xml)

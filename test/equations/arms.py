@@ -58,7 +58,8 @@ def random_chain(n, seed=0, kinds=KINDS, friction=False, general=True):
         parts.append(uf.link_xml(link, _inertial(rng)))
         parts.append(uf.joint_xml(
             f"j{i}", kind, parent, link, xyz=rng.uniform(-0.4, 0.4, 3),
-            rpy=_rpy(rng, general), axis=_axis(rng, general), damping=rng.uniform(0, 0.5) if friction else 0.0,
+            rpy=_rpy(rng, general), axis=_axis(rng, general),
+            damping=rng.uniform(0, 0.5) if friction else 0.0,
             friction=rng.uniform(0, 0.3) if friction else 0.0))
         parent = link
         if i % 2 == 0:                      # a massive link on a fixed joint: merged

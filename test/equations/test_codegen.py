@@ -92,7 +92,8 @@ def test_generated_c_with_symbolic_parameters_takes_them_at_run_time(tmp_path):
     names = [s.name for s in eq.parameters]
     lib = _load_c(c_source(eq, prefix="arm"), tmp_path, "sym")
     p = np.array(list(eq.parameters.values()))
-    edited = xml.replace('<origin xyz="0.6 0 0" rpy="0 0 0"/>', '<origin xyz="0.75 0 0" rpy="0 0 0"/>')
+    edited = xml.replace('<origin xyz="0.6 0 0" rpy="0 0 0"/>',
+                         '<origin xyz="0.75 0 0" rpy="0 0 0"/>')
     assert edited != xml
     p2 = p.copy()
     p2[names.index("l_1")] = 0.75

@@ -77,15 +77,20 @@ def test_cli_errors_exit_2_with_the_message(tmp_path, capsys):
 
 
 def test_cli_writes_each_format(tmp_path):
-    """python -m manip_dynamics.equations as a user runs it (one process), then each format
-    through main()."""
+    """Each format through main(), as the command line calls it."""
     arm = str(ROOT / "manip_dynamics" / "robots" / "planar_rp.urdf")
-    out = tmp_path / "rp.tex"
-    subprocess.run([sys.executable, "-m", "manip_dynamics.equations", arm, "--quiet",
-                    "--output", str(out)], check=True, cwd=ROOT, timeout=120)
-    assert r"\begin{align*}" in out.read_text()
-    for fmt, marker in (("sympy", "M = Matrix("), ("python", "def coriolis(q, qd):"),
-                        ("c", "void planar_rp_gravity(")):
+    for fmt, marker in (("latex", r"\begin{align*}"), ("sympy", "M = Matrix("),
+                        ("python", "def coriolis(q, qd):"), ("c", "void planar_rp_gravity(")):
         out = tmp_path / f"rp.{fmt}"
         assert main([arm, "--format", fmt, "--quiet", "--output", str(out)]) == 0
         assert marker in out.read_text()
+
+
+@pytest.mark.slow
+def test_python_dash_m_runs(tmp_path):
+    """python -m manip_dynamics.equations as a user runs it (a fresh interpreter)."""
+    out = tmp_path / "rp.tex"
+    subprocess.run([sys.executable, "-m", "manip_dynamics.equations",
+                    str(ROOT / "manip_dynamics" / "robots" / "planar_rp.urdf"), "--quiet",
+                    "--output", str(out)], check=True, cwd=ROOT, timeout=120)
+    assert r"\begin{align*}" in out.read_text()
