@@ -94,3 +94,15 @@ def test_python_dash_m_runs(tmp_path):
                     str(ROOT / "manip_dynamics" / "robots" / "planar_rp.urdf"), "--quiet",
                     "--output", str(out)], check=True, cwd=ROOT, timeout=120)
     assert r"\begin{align*}" in out.read_text()
+
+
+@pytest.mark.slow
+def test_importing_equations_never_imports_rclpy():
+    """The package is ROS-free (its docstring): a fresh interpreter importing it and running
+    a derivation has no rclpy module loaded."""
+    code = ("import sys, warnings; warnings.simplefilter('ignore'); "
+            "import manip_dynamics.equations as e, manip_dynamics.equations.__main__; "
+            "e.derive(open('manip_dynamics/robots/planar_rp.urdf').read()); "
+            "bad = [m for m in sys.modules if m.split('.')[0] in ('rclpy', 'rosidl_runtime_py')]; "
+            "sys.exit(1 if bad else 0)")
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT, timeout=120)
