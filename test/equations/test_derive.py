@@ -102,3 +102,29 @@ def test_mdot_minus_2c_is_skew_symmetric_symbolically(arm):
     N = Mdot - 2 * eq.C
     assert (N + N.T).applyfunc(sp.simplify) == sp.zeros(eq.n, eq.n)
     assert N.applyfunc(sp.simplify) != sp.zeros(eq.n, eq.n)      # C is not M/2-trivial
+
+
+@pytest.mark.slow
+def test_parallel_and_opposite_axes_merge_exactly():
+    """Axes z, -z, a slider, then z behind an rpy of pi about x (so opposite to the pending
+    -z carried through it): the rotations merge into one angle q1 - q2 (- q4 ...) and the
+    result is still the core's."""
+    from core import urdf_factory as uf
+    rng = np.random.default_rng(3)
+
+    def body():
+        return uf.inertial_xml(rng.uniform(0.5, 2), rng.uniform(-0.2, 0.2, 3),
+                               inertia=uf.random_inertia(rng))
+
+    parts = [uf.link_xml("base")] + [uf.link_xml(f"l{i}", body()) for i in range(1, 5)]
+    parts += [uf.joint_xml("j1", "revolute", "base", "l1", axis=(0, 0, 1)),
+              uf.joint_xml("j2", "revolute", "l1", "l2", xyz=(0.3, 0.1, 0), axis=(0, 0, -1)),
+              uf.joint_xml("j3", "prismatic", "l2", "l3", xyz=(0.2, 0, 0.1), axis=(1, 0, 0)),
+              uf.joint_xml("j4", "revolute", "l3", "l4", xyz=(0.1, 0, 0), rpy=(np.pi, 0, 0),
+                           axis=(0, 0, 1))]
+    xml = uf.robot_xml("flip", parts)
+    eq = derive(xml)
+    angles = {f.args[0] for f in eq.M.atoms(sp.cos)}
+    q1, q2, _, q4 = eq.q
+    assert angles <= {q2 - q1 + q4, q1 - q2 - q4, q4, q2 - q1, q1 - q2, q2, q1, -q4, -q2}, angles
+    _check_against_core(eq, RobotModel.from_urdf_string(xml), states=4)
