@@ -43,7 +43,7 @@ class PayloadService:
         node.state_listeners.append(self.on_state)
         self.service = node.create_service(EstimatePayload, SERVICE, self.on_request)
 
-    def on_state(self, snapshot, msg, q, qd, terms) -> None:
+    def on_state(self, snapshot, msg, q, qd, terms, momentum=None) -> None:
         """state listener: keep (t, q, qd, tau) of a state with velocities and efforts."""
         if qd is None or len(msg.effort) == 0:
             return
