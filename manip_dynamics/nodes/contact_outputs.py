@@ -268,10 +268,11 @@ class ContactWires:
                                       model.joint_names[joint] if joint >= 0 else "")
             self._contact[joint] = layout
             header, point = Header(stamp=_PROBE_STAMP, frame_id=model.root_link), probe.point
+            when = 12.5 if probe.in_contact else 0.0      # (as _publish passes it)
             self.raw = self.raw and wire.matches(
-                layout.fill(_PROBE_STAMP, probe.in_contact, probe.residual_norm, 12.5,
+                layout.fill(_PROBE_STAMP, probe.in_contact, probe.residual_norm, when,
                             point.point, point.force),
-                contact_message(header, model, probe, 12.5))
+                contact_message(header, model, probe, when))
         return layout
 
 
