@@ -19,7 +19,9 @@ import numpy as np
 from numba import njit
 
 from .errors import InputError
+from .kernels import cho_solve, cholesky
 from .observer import _positive_vector
+from .symmetric_eigen import symmetric_eigenvalues
 
 # ============================================================================ tip wrench
 WrenchEstimate = namedtuple("WrenchEstimate", "F sigma damped")
@@ -230,11 +232,14 @@ def _detect(r, enter, leave, below, flags, norm):
 
 class WrenchSolver:
     """:func:`tip_wrench` (6 rows) of a given Jacobian, into a reused F (6,): no model call,
-    no numpy temporaries (one numba call: LAPACK's SVD of J^T, then F = V diag(phi) U^T r).
+    no numpy temporaries, one numba call (:func:`_wrench`).
 
-    threshold: eps > 0 of :func:`tip_wrench`. The SVD is numba's (LAPACK gesdd, as numpy's
-    but maybe another build) and the sums run in index order: F equals tip_wrench's to
-    round-off (test_observer bounds it)."""
+    threshold: eps > 0 of :func:`tip_wrench`. When every singular value of J is clearly
+    above eps (the undamped case, n >= 6), F = (J J^T)^-1 J r = (J^T)^+ r by a Cholesky
+    solve (the singular values from the eigenvalues of J J^T, no LAPACK); otherwise
+    LAPACK's SVD as tip_wrench. The normal equations square J's condition number: F
+    equals tip_wrench's to about 1e-16 cond(J)^2 relative (cond(J) <= sigma_max / eps
+    there; test_observer_terms bounds it)."""
 
     def __init__(self, threshold):
         if not (isinstance(threshold, (int, float)) and threshold > 0):
@@ -242,18 +247,51 @@ class WrenchSolver:
         self.eps = float(threshold)
         self.F = np.zeros(6)
         self.sigma = np.zeros(6)
+        self._scratch = (np.zeros((6, 6)), np.zeros((6, 6)), np.zeros((6, 6)), np.zeros(6),
+                         np.zeros((3, 6)))
 
     def solve(self, J, r):
         """F (6,) = (J^T)^+ r, thresholded (tip_wrench); J (6, n) the frame's Jacobian,
-        r (n,) finite. -> self.F (overwritten by the next call); damped: True when a
-        singular value is below eps."""
-        return _wrench(J, r, self.eps, self.F, self.sigma)
+        r (n,) finite. -> damped (a singular value below eps); F in self.F and the
+        singular values (descending, min(n, 6) of them) in self.sigma (both overwritten
+        by the next call)."""
+        G, L, W, w, t = self._scratch
+        return _wrench(J, r, self.eps, self.F, self.sigma, G, L, W, w, t)
 
 
 @njit(**_JIT)
-def _wrench(J, r, eps, F, sigma):
-    """F = V diag(phi(s)) U^T r for J^T = U diag(s) V^T (tip_wrench's phi); sigma[:len(s)] =
-    s. Returns True when some s < eps."""
+def _wrench(J, r, eps, F, sigma, G, L, W, w, t):
+    """F = (J^T)^+ r thresholded as tip_wrench; sigma[:min(n, 6)] = J's singular values,
+    descending; returns True when some is below eps. G = J J^T, its eigenvalues w = sigma^2
+    (ascending) and Cholesky factor L: the fast path when w_min > eps^2 (1 + 1e-6) (clearly
+    undamped; then phi(s) = 1/s for every s and F = G^-1 J r); LAPACK's SVD otherwise.
+    W (6, 6), t (3, 6): scratch."""
+    k, n = J.shape
+    if n >= k:
+        for a in range(k):
+            for b in range(a + 1):
+                acc = 0.0
+                for m in range(n):
+                    acc += J[a, m] * J[b, m]
+                G[a, b] = acc
+                G[b, a] = acc
+        if (symmetric_eigenvalues(G, W, w, t[0], t[1], t[2])
+                and w[0] > eps * eps * (1.0 + 1e-6) and cholesky(G, L)):
+            for a in range(k):
+                acc = 0.0
+                for m in range(n):
+                    acc += J[a, m] * r[m]
+                F[a] = acc
+                sigma[a] = np.sqrt(w[k - 1 - a])
+            cho_solve(L, F)
+            return False
+    return _wrench_svd(J, r, eps, F, sigma)
+
+
+@njit(**_JIT)
+def _wrench_svd(J, r, eps, F, sigma):
+    """F = V diag(phi(s)) U^T r for J^T = U diag(s) V^T (tip_wrench's phi, LAPACK's SVD);
+    sigma[:len(s)] = s. Returns True when some s < eps."""
     U, s, Vt = np.linalg.svd(np.ascontiguousarray(J.T), full_matrices=False)
     damped = False
     for j in range(s.shape[0]):

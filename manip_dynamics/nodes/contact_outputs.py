@@ -44,15 +44,14 @@ import numpy as np
 
 from manip_dynamics.core.contact import ContactPoint, arm_topology, link_segment
 from manip_dynamics.core.errors import InputError, ManipDynamicsError
-from manip_dynamics.core.observer import finite_vector
 from manip_dynamics.nodes import wire
 from manip_dynamics.rules.contact_monitor import ContactMonitor
+from manip_dynamics.rules.effort_reader import EffortReader
 from manip_dynamics.rules.throttled_log import ThrottledLog
 from manip_dynamics_interfaces.msg import Contact
 
 WARNING_PERIOD = 5.0          # s: a repeated problem is logged at most this often
 FORCE_NS, LINK_NS, POINT_NS = "tip_force", "isolated_link", "contact_point"
-NAME_CACHE_SIZE = 16          # distinct joint name lists remembered (effort permutation)
 
 
 def _f64(values):
@@ -69,7 +68,7 @@ class ContactOutputs:
         self._effort_seen = None          # None: no state yet; else the last state had effort
         self._last_markers = -math.inf
         self._wires = None                # ContactWires of the model last published
-        self._index_model, self._effort_index = None, {}   # effort name permutations
+        self._effort = EffortReader()     # tau from msg.effort, names matched once
         self._log = ThrottledLog(node.get_logger(), WARNING_PERIOD)
         self.torques_pub = node.create_publisher(JointState, "~/external_torques", 10)
         self.wrench_pub = node.create_publisher(WrenchStamped, "~/external_wrench", 10)
@@ -140,29 +139,6 @@ class ContactOutputs:
                           f"{monitor.absolute(t):.6f} s (observer.max_gap "
                           f"{options.max_gap} s, observer.gap {options.gap})")
             self._publish(snapshot, msg.header, monitor, q, qd, live)
-
-    def _effort(self, model, msg):
-        """tau (n,) in model order from msg.effort: the name permutation validated once per
-        name list (vector_from_names), then one gather; a wrong length or a non-finite
-        value raises vector_from_names' InputError (naming the joint)."""
-        if self._index_model is not model:
-            self._index_model, self._effort_index = model, {}
-        key = tuple(msg.name)
-        index = self._effort_index.get(key)
-        if index is None:
-            tau = model.vector_from_names(msg.name, msg.effort, field="effort")
-            where = {name: i for i, name in enumerate(key)}
-            if len(self._effort_index) >= NAME_CACHE_SIZE:
-                self._effort_index.clear()
-            self._effort_index[key] = np.array([where[j] for j in model.joint_names],
-                                               dtype=np.intp)
-            return tau
-        if len(msg.effort) != len(key):
-            return model.vector_from_names(msg.name, msg.effort, field="effort")
-        tau = np.asarray(msg.effort, dtype=np.float64)[index]
-        if not finite_vector(tau):
-            return model.vector_from_names(msg.name, msg.effort, field="effort")
-        return tau
 
     def _has_effort(self, msg) -> bool:
         """Log the no-effort line once per change; True when the message carries effort."""

@@ -197,9 +197,11 @@ def test_detection_and_isolation_equal_the_detector(panda, which):
 
 
 def test_wrench_solver_equals_tip_wrench(panda):
-    """WrenchSolver on the bundle's J against tip_wrench (numpy's SVD, einsum): F to
-    1e-12 ||r|| / min(sigma_min, eps) (the largest gain of the inverse), the damped flag
-    equal; on random Panda states, at the stretched singularity, and on a 2R arm (n < 6)."""
+    """WrenchSolver on the bundle's J against tip_wrench (numpy's SVD, einsum): the damped
+    flag and the singular values equal, F to 1e-15 cond^2 ||r|| / min(sigma_min, eps)
+    (cond = sigma_max / min(sigma_min, eps): the undamped path solves the normal
+    equations, whose error grows with cond(J)^2; the damped path is an SVD); on random
+    Panda states, at the stretched singularity, and on a 2R arm (n < 6)."""
     arm = RobotModel.from_urdf_string(uf.planar_2r(1.0, 0.8, 0.6, 0.45, (0.3, 0.0),
                                                    (0.2, 0.0), uf.planar_inertia(0.02),
                                                    uf.planar_inertia(0.01)))
@@ -215,8 +217,12 @@ def test_wrench_solver_equals_tip_wrench(panda):
             solver = WrenchSolver(eps)
             was_damped = solver.solve(J, r)
             gain = 1.0 / min(ref.sigma.min(), eps)
-            assert np.abs(solver.F - ref.F).max() <= 1e-12 * np.linalg.norm(r) * gain
+            cond = ref.sigma.max() * gain
+            assert np.abs(solver.F - ref.F).max() <= 1e-15 * cond ** 2 * np.linalg.norm(r) * gain
             assert was_damped == bool(ref.damped)
+            k = len(ref.sigma)
+            np.testing.assert_allclose(solver.sigma[:k], ref.sigma, rtol=0,
+                                       atol=1e-13 * ref.sigma.max() * cond)
             damped.add(was_damped)
     assert damped == {True, False}
 
