@@ -255,8 +255,8 @@ class MomentumObserver:
         InputError (state unchanged) for t not after the last sample or a tau that is not
         a finite (n,) vector."""
         t = self._checked_time(t)
-        if not (type(tau) is np.ndarray and tau.shape == self.gains.shape
-                and finite_vector(tau)):
+        if not (type(tau) is np.ndarray and tau.dtype == np.float64
+                and tau.shape == self.gains.shape and finite_vector(tau)):
             self._checked_tau(tau, self.gains.shape)
             raise InputError(f"tau must be a float64 array of shape {self.gains.shape}")
         r, p_prev, beta_prev, tau_prev, one_minus_a, residual = self._buffers

@@ -156,7 +156,7 @@ def test_update_terms_refuses_what_update_refuses(panda):
     obs.update_terms(1.0, z, z, z, z, z)
     before = (obs.time, obs.raw_residual)
     for t, tau in [(1.0, z), (0.5, z), (2.0, np.full(7, np.nan)), (2.0, np.zeros(6)),
-                   (2.0, [0.0] * 7)]:
+                   (2.0, [0.0] * 7), (2.0, np.zeros(7, dtype=int))]:
         with pytest.raises(InputError):
             obs.update_terms(t, z, z, z, tau, z)
         assert obs.time == before[0]
