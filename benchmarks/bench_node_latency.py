@@ -1,7 +1,8 @@
 """Benchmark: dynamics_node latency vs the bare rclpy round-trip floor, same run.
 
-A driver (this process) publishes sensor_msgs/JointState (positions AND velocities, so
-every output is produced) at ``--rate`` Hz (``--sweep``: 500, 1000 and 2000 Hz) on
+A driver (this process) publishes sensor_msgs/JointState (positions, velocities AND
+efforts, as a real arm's driver does, so every output is produced: the momentum observer
+and its contact outputs run on every state) at ``--rate`` Hz (``--sweep``: 500, 1000 and 2000 Hz) on
 ``joint_states`` for the embedded 7-DOF arm (``--robot panda``, default) or
 example-robot-data's 29-DOF Unitree G1 humanoid with a fixed base (``--robot g1``), and
 measures, per message, the time from ``publish()`` to the receipt of the matching reply
@@ -19,9 +20,15 @@ per period: it publishes one pre-serialised message with the stamp rewritten in 
   then the same node with markers off (``--node-phases`` picks). The driver subscribes to
   every output (the node builds only outputs someone subscribes to), taking the untimed
   ones raw, without building Python messages, as a C++ consumer such as RViz would
-  (``--deserialize-outputs`` builds them); with ``--node-phases
-  observer,noobserver`` the joint states also carry effort (every phase of the run) and
-  the node runs with markers off, its momentum observer (contact outputs) on, then off.
+  (``--deserialize-outputs`` builds them); the contact outputs (~/external_torques,
+  ~/external_wrench, ~/contact, ~/contact_markers) likewise. ``--node-phases`` picks:
+  ``markers``, ``nomarkers`` (markers off), ``noeffort`` (every default output, joint
+  states WITHOUT effort: the observer idle), and ``observer,noobserver`` (markers off,
+  the momentum observer on, then off). /diagnostics' observer share of the callback time
+  is the ``obs%`` column (the mean of the node's reports while measuring).
+
+The servers run this checkout's code, or ``--code DIR``'s (e.g. another worktree: the
+code before a change, measured by the same driver in the same session).
 
 Phases run one after the other (never two servers at once: 2 cores), each for
 ``--seconds``, after a warm-up that waits for the first reply (numba compilation) and 1 s
@@ -329,17 +336,21 @@ class Phase:
     the server's process CPU time over the measurement (``server_pid``).
     """
 
-    def __init__(self, node, names, q, qd, rate, reply_type, reply_topic, publisher, args):
+    def __init__(self, node, names, q, qd, rate, reply_type, reply_topic, publisher, args,
+                 effort=True):
         from diagnostic_msgs.msg import DiagnosticArray
         from rclpy.qos import QoSProfile
         from rclpy.task import Future
         from sensor_msgs.msg import JointState
+        from geometry_msgs.msg import WrenchStamped
         from std_msgs.msg import Float64MultiArray
         from visualization_msgs.msg import MarkerArray
 
+        from manip_dynamics_interfaces.msg import Contact
+
         self.node = node
         self.names, self.q, self.qd = list(names), q.tolist(), qd.tolist()
-        self.effort = getattr(args, "effort_values", None)
+        self.effort = args.effort_values if effort else None
         self.rate = rate
         self.args = args
         self.sent: dict[int, int] = {}          # stamp ns -> perf_counter_ns at publish
@@ -365,6 +376,8 @@ class Phase:
         self.diagnostics: list[tuple[float, int]] = []
         # and its GC reports: (receipt monotonic s, full collections, longest pause ms)
         self.gc_reports: list[tuple[float, int, float]] = []
+        # and the observer's share of its callback time: (receipt monotonic s, %)
+        self.observer_share: list[tuple[float, float]] = []
         self.measure_start = None
         self.diag_sub = node.create_subscription(DiagnosticArray, "/diagnostics",
                                                  self._diagnostics, 10)
@@ -384,7 +397,11 @@ class Phase:
                                                       lambda msg: None, 10, raw=raw)
                              for name, t in (("gravity_torques", JointState),
                                              ("coriolis_torques", JointState),
-                                             ("gravity_command", Float64MultiArray))]
+                                             ("gravity_command", Float64MultiArray),
+                                             ("external_torques", JointState),
+                                             ("external_wrench", WrenchStamped),
+                                             ("contact", Contact),
+                                             ("contact_markers", MarkerArray))]
         self.done = Future()
         # deep reliable queue on the measuring side: the driver must not be the one dropping;
         # raw: only the stamp is read (stamp_ns), the reply is not built as a Python message
@@ -407,6 +424,9 @@ class Phase:
                 value = values.get("skipped: latest-wins")
                 total = 0 if value is None else int(value.split("(total ")[1].rstrip(")"))
                 self.diagnostics.append((time.monotonic(), total))
+                share = values.get("observer share of callback time [%]", "n/a")
+                if share != "n/a":
+                    self.observer_share.append((time.monotonic(), float(share)))
                 gc_counts = values.get("GC collections since last report (gen 0/1/2)")
                 if gc_counts is not None:
                     self.gc_reports.append((time.monotonic(), int(gc_counts.split("/")[2]),
@@ -516,16 +536,28 @@ class Phase:
             "achieved_rate": self.published / self.args.seconds,
             "latest_wins_skips": self.latest_wins_skips(),
             "markers_per_s": self.markers_received / self.args.seconds,
+            "observer_share": self.mean_observer_share(),
         }
 
+    def mean_observer_share(self):
+        """The mean of the node's 'observer share of callback time [%]' reports received
+        after the measurement started; None without such reports."""
+        after = [x for t, x in self.observer_share
+                 if self.measure_start is not None and t >= self.measure_start]
+        return float(np.mean(after)) if after else None
 
-def start_process(args, log_path):
+
+def start_process(argv, log_path, args=None):
+    """Start a server (``argv`` after the interpreter) with the code of ``args.code``
+    (default: this checkout) first on its path; output to ``log_path``."""
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([REPO, env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    code = os.path.abspath(args.code) if getattr(args, "code", None) else REPO
+    env["PYTHONPATH"] = os.pathsep.join([code, env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     env["PYTHONUNBUFFERED"] = "1"
     log = open(log_path, "wb")
-    return subprocess.Popen([sys.executable, "-u", *args], stdout=log, stderr=subprocess.STDOUT,
-                            stdin=subprocess.DEVNULL, env=env, cwd=REPO)
+    return subprocess.Popen([sys.executable, "-u", *argv], stdout=log,
+                            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
+                            cwd=code)
 
 
 def stop_process(proc) -> None:
@@ -549,7 +581,7 @@ def run_phase(label, server_args, phase, driver, executor, args, logdir):
     """Start the server, run ``phase`` at its rate until done, stop the server."""
     slug = "".join(c if c.isalnum() else "_" for c in label).strip("_")
     log_path = os.path.join(logdir, f"{slug}_{phase.rate:.0f}Hz.log")
-    proc = start_process(server_args, log_path)
+    proc = start_process(server_args, log_path, args)
     phase.server_pid = proc.pid
     timer = driver.create_timer(1.0 / phase.rate, phase.tick)
     try:
@@ -640,7 +672,8 @@ def robot_setup(name: str):
 
 
 def build_phases(args, path, rates, me):
-    """[(label, server argv, reply type, reply topic, rate)] in the order they run."""
+    """[(label, server argv, reply type, reply topic, rate, effort)] in the order they run
+    (effort: the joint states carry effort)."""
     from sensor_msgs.msg import JointState
 
     from manip_dynamics_interfaces.msg import Dynamics
@@ -656,28 +689,34 @@ def build_phases(args, path, rates, me):
     reply = (Dynamics, "/dynamics_node/dynamics")
     phases = []
     wanted = set(args.node_phases.split(","))
-    unknown = wanted - {"markers", "nomarkers", "observer", "noobserver", "none", ""}
+    unknown = wanted - {"markers", "nomarkers", "noeffort", "observer", "noobserver", "none",
+                        ""}
     if unknown:
         raise SystemExit(f"--node-phases: unknown {sorted(unknown)} (markers, nomarkers, "
-                         "observer, noobserver, none)")
+                         "noeffort, observer, noobserver, none)")
     for rate in rates:
         phases.append(("floor (echo, default executor)", [me, "--echo", "default"],
-                       JointState, ECHO_TOPIC, rate))
+                       JointState, ECHO_TOPIC, rate, True))
         if args.events_floor:
             phases.append(("floor (echo, EventsExecutor)", [me, "--echo", "events"],
-                           JointState, ECHO_TOPIC, rate))
+                           JointState, ECHO_TOPIC, rate, True))
         if args.executors:
             for kind in ("single", "events"):
                 phases.append((f"diag DynamicsNode, {kind} executor",
-                               [me, "--serve", kind, *node_args[len(node):]], *reply, rate))
+                               [me, "--serve", kind, *node_args[len(node):]], *reply, rate,
+                               True))
         if "markers" in wanted:
-            phases.append(("dynamics_node (~/dynamics)", node_args, *reply, rate))
+            phases.append(("dynamics_node (~/dynamics)", node_args, *reply, rate, True))
+        # every default output, joint states without effort (the observer has no input)
+        if "noeffort" in wanted:
+            phases.append(("dynamics_node, no effort", node_args, *reply, rate, False))
         # The same node without markers: building and sending the MarkerArray (10 Hz) is
         # what a message arriving right behind a marker update waits for.
         if "nomarkers" in wanted:
             phases.append(("dynamics_node, markers off",
                            node_args[:-6] + ["-p", "outputs.inertia_markers.enabled:=false",
-                                             "-p", "markers.enabled:=false"], *reply, rate))
+                                             "-p", "markers.enabled:=false"], *reply, rate,
+                           True))
         # The contact outputs (issue 13): joint_states carry effort in every phase of
         # the run (--node-phases observer,noobserver), the observer on or off; markers off.
         for name, on in (("observer", "true"), ("noobserver", "false")):
@@ -686,7 +725,7 @@ def build_phases(args, path, rates, me):
                                node_args[:-6] + ["-p", "outputs.inertia_markers.enabled:=false",
                                                  "-p", "markers.enabled:=false",
                                                  "-p", f"observer.enabled:={on}"],
-                               *reply, rate))
+                               *reply, rate, True))
     return phases
 
 
@@ -703,8 +742,9 @@ def run_all(args, path, q, qd, names, phases, logdir) -> list[dict]:
     executor.add_node(driver)
     results = []
     try:
-        for label, server_args, reply_type, topic, rate in phases:
-            phase = Phase(driver, names, q, qd, rate, reply_type, topic, publisher, args)
+        for label, server_args, reply_type, topic, rate, effort in phases:
+            phase = Phase(driver, names, q, qd, rate, reply_type, topic, publisher, args,
+                          effort)
             try:
                 results.append(run_phase(label, server_args, phase, driver, executor, args,
                                          logdir))
@@ -724,7 +764,7 @@ def print_results(results, header: str) -> None:
     print(header)
     print(f"{'phase':34s} {'rate':>5s} {'sent':>6s} {'recv':>6s} {'drop':>5s} {'lw':>5s} "
           f"{'p50':>7s} {'p99':>7s} {'max':>7s} {'age99':>6s} {'lag99':>6s} {'cpu/msg':>8s} "
-          f"{'drv/msg':>8s} {'sent/s':>7s} {'mk/s':>5s}")
+          f"{'drv/msg':>8s} {'sent/s':>7s} {'mk/s':>5s} {'obs%':>5s}")
     for r in results:
         lw = r.get("latest_wins_skips")
         print(f"{r['label']:34s} {r['rate']:5.0f} {r['sent']:6d} {r['received']:6d} "
@@ -732,7 +772,8 @@ def print_results(results, header: str) -> None:
               f"{r['p99']:7.3f} {r['max']:7.2f} {r['age_p99_periods']:6.2f} "
               f"{r['lag_p99_states']:6.1f} "
               f"{r['cpu_per_msg_ms']:8.4f} {r['driver_cpu_per_msg_ms']:8.4f} "
-              f"{r['achieved_rate']:7.0f} {r['markers_per_s']:5.1f}")
+              f"{r['achieved_rate']:7.0f} {r['markers_per_s']:5.1f} "
+              f"{'-' if r.get('observer_share') is None else format(r['observer_share'], '5.1f'):>5}")
     print("(latency p50/p99/max in ms, of the answered states; drop = states without a "
           "reply; lw = of those, the node's latest-wins skips from its /diagnostics (at "
           "most the measurement's: drop - lw bounds the middleware's drops from above); "
@@ -743,7 +784,8 @@ def print_results(results, header: str) -> None:
           "cpu/msg = server process CPU (utime + stime, all threads) per joint_states "
           "message, ms; drv/msg = the same for this driver process (under --cpu-limit it "
           "shares the quota); mk/s = ~/inertia_markers arrays received per second, the driver "
-          "subscribing as RViz would)")
+          "subscribing as RViz would; obs% = the observer's share of the node's callback "
+          "time, from its /diagnostics)")
     for rate in sorted({r["rate"] for r in results}):
         same = [r for r in results if r["rate"] == rate]
         floors = [r for r in same if r["label"].startswith("floor")]
@@ -793,10 +835,14 @@ def main() -> int:
     ap.add_argument("--fair-share", action="store_true",
                     help="with --cpu-limit: keep the default cgroup weight (on a loaded "
                          "machine the group then gets less than its quota)")
-    ap.add_argument("--node-phases", default="markers,nomarkers",
+    ap.add_argument("--node-phases", default="markers,nomarkers,noeffort",
                     help="which dynamics_node phases to run (comma-separated): markers, "
-                         "nomarkers, observer, noobserver (the last two: joint_states carry "
-                         "effort in every phase, the observer on / off, markers off)")
+                         "nomarkers, noeffort (every default output, joint states without "
+                         "effort), observer, noobserver (the observer on / off, markers "
+                         "off); joint states carry effort in every other phase")
+    ap.add_argument("--code", metavar="DIR",
+                    help="run the servers with the code of this checkout (default: the "
+                         "one this script is in), e.g. the code before a change")
     ap.add_argument("--seconds", type=float, default=5.0, help="measurement per phase [s]")
     ap.add_argument("--grace", type=float, default=0.5, help="wait for late replies [s]")
     ap.add_argument("--startup-timeout", type=float, default=20.0)
@@ -835,11 +881,10 @@ def main() -> int:
         warnings.simplefilter("ignore")
         model = RobotModel.from_urdf_file(path)
     rates = [500.0, 1000.0, 2000.0] if args.sweep else [args.rate]
-    if {"observer", "noobserver"} & set(args.node_phases.split(",")):
-        # effort = g(q) - C(q, qd)^T qd: the observer's beta is 0 and p constant, so r = 0
-        # (contact-free: no contact-point search), the observer's every-sample cost
-        args.effort_values = (model.gravity_torques(q) - model.coriolis_matrix(q, qd).T
-                              @ qd).tolist()
+    # effort = g(q) - C(q, qd)^T qd: the observer's beta is 0 and p constant, so r = 0
+    # (contact-free: no contact-point search), the observer's every-sample cost
+    args.effort_values = (model.gravity_torques(q) - model.coriolis_matrix(q, qd).T
+                          @ qd).tolist()
     logdir = tempfile.mkdtemp(prefix="bench_node_latency_")
     phases = build_phases(args, path, rates, os.path.abspath(__file__))
     load_before = os.getloadavg()

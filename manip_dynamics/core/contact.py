@@ -16,9 +16,12 @@ from __future__ import annotations
 from collections import namedtuple
 
 import numpy as np
+from numba import njit
 
 from .errors import InputError
+from .kernels import cho_solve, cholesky
 from .observer import _positive_vector
+from .symmetric_eigen import symmetric_eigenvalues
 
 # ============================================================================ tip wrench
 WrenchEstimate = namedtuple("WrenchEstimate", "F sigma damped")
@@ -135,6 +138,12 @@ class ContactDetector:
             i = int(np.argmax(self.leave > self.enter))
             raise InputError(f"leave[{i}] = {self.leave[i]} must be <= enter[{i}] = "
                              f"{self.enter[i]} (joint {self.joint_names[i]!r})")
+        n = model.n
+        # below[j, k]: coordinate j moves the child link of coordinate k (k at or after j)
+        self._below = np.array([[self.topology.moves[self.topology.joint_link[k]][j]
+                                 for k in range(n)] for j in range(n)], dtype=np.bool_)
+        self._flags = np.zeros(3, dtype=np.int64)   # update_into: in_contact, event, joint
+        self._norm = np.zeros(1)
         self.reset()
 
     def reset(self):
@@ -158,6 +167,146 @@ class ContactDetector:
         link = self.topology.joint_link[j] if j >= 0 else ""
         return ContactState(self.in_contact, j, link, self.detection_time,
                             float(np.linalg.norm(r)), event)
+
+
+    def update_into(self, t, r):
+        """:meth:`update` for a finite (n,) float64 r (not checked: the observer's own
+        residual), without temporaries: -> (event code, joint), event code 0 (none),
+        1 ("enter") or 2 ("leave"); :attr:`in_contact`, :attr:`detection_time` and
+        :attr:`residual_norm` updated. The same decisions as :meth:`update` (the same
+        comparisons); ||r|| is summed in index order (np.linalg.norm's BLAS dot may sum
+        in another order: equal to round-off)."""
+        flags = self._flags
+        flags[0] = self.in_contact
+        _detect(r, self.enter, self.leave, self._below, flags, self._norm)
+        event = int(flags[1])
+        if event == 1:
+            self.in_contact, self.detection_time = True, float(t)
+        elif event == 2:
+            self.in_contact, self.detection_time = False, float("nan")
+        return event, int(flags[2])
+
+    @property
+    def residual_norm(self):
+        """||r|| of the last :meth:`update_into` (float)."""
+        return float(self._norm[0])
+
+
+_JIT = dict(cache=True, nogil=True, fastmath=False, error_model="numpy")
+
+
+@njit(**_JIT)
+def _detect(r, enter, leave, below, flags, norm):
+    """The hysteresis and isolation of ContactDetector.update on r (n,): flags[0] in:
+    in_contact; out: flags[0] in_contact, flags[1] the event (0, 1 enter, 2 leave),
+    flags[2] the isolated joint (most_distal of |r_i| > leave_i, -1 when free); norm[0] =
+    ||r|| (summed in index order)."""
+    n = r.shape[0]
+    any_enter, all_leave, acc = False, True, 0.0
+    for i in range(n):
+        a = abs(r[i])
+        any_enter |= a > enter[i]
+        all_leave &= a <= leave[i]
+        acc += r[i] * r[i]
+    norm[0] = np.sqrt(acc)
+    in_contact, event = flags[0] != 0, 0
+    if not in_contact and any_enter:
+        in_contact, event = True, 1
+    elif in_contact and all_leave:
+        in_contact, event = False, 2
+    joint = -1
+    if in_contact:                       # most_distal: an active j with no active k below
+        for j in range(n - 1, -1, -1):
+            if not abs(r[j]) > leave[j]:
+                continue
+            alone = True
+            for k in range(n):
+                if k != j and abs(r[k]) > leave[k] and below[j, k]:
+                    alone = False
+                    break
+            if alone:
+                joint = j
+                break
+    flags[0], flags[1], flags[2] = 1 if in_contact else 0, event, joint
+
+
+class WrenchSolver:
+    """:func:`tip_wrench` (6 rows) of a given Jacobian, into a reused F (6,): no model call,
+    no numpy temporaries, one numba call (:func:`_wrench`).
+
+    threshold: eps > 0 of :func:`tip_wrench`. When every singular value of J is clearly
+    above eps (the undamped case, n >= 6), F = (J J^T)^-1 J r = (J^T)^+ r by a Cholesky
+    solve (the singular values from the eigenvalues of J J^T, no LAPACK); otherwise
+    LAPACK's SVD as tip_wrench. The normal equations square J's condition number: F
+    equals tip_wrench's to about 1e-16 cond(J)^2 relative (cond(J) <= sigma_max / eps
+    there; test_observer_terms bounds it)."""
+
+    def __init__(self, threshold):
+        if not (isinstance(threshold, (int, float)) and threshold > 0):
+            raise InputError(f"threshold must be a number > 0, got {threshold!r}")
+        self.eps = float(threshold)
+        self.F = np.zeros(6)
+        self.sigma = np.zeros(6)
+        self._scratch = (np.zeros((6, 6)), np.zeros((6, 6)), np.zeros((6, 6)), np.zeros(6),
+                         np.zeros((3, 6)))
+
+    def solve(self, J, r):
+        """F (6,) = (J^T)^+ r, thresholded (tip_wrench); J (6, n) the frame's Jacobian,
+        r (n,) finite. -> damped (a singular value below eps); F in self.F and the
+        singular values (descending, min(n, 6) of them) in self.sigma (both overwritten
+        by the next call)."""
+        G, L, W, w, t = self._scratch
+        return _wrench(J, r, self.eps, self.F, self.sigma, G, L, W, w, t)
+
+
+@njit(**_JIT)
+def _wrench(J, r, eps, F, sigma, G, L, W, w, t):
+    """F = (J^T)^+ r thresholded as tip_wrench; sigma[:min(n, 6)] = J's singular values,
+    descending; returns True when some is below eps. G = J J^T, its eigenvalues w = sigma^2
+    (ascending) and Cholesky factor L: the fast path when w_min > eps^2 (1 + 1e-6) (clearly
+    undamped; then phi(s) = 1/s for every s and F = G^-1 J r); LAPACK's SVD otherwise.
+    W (6, 6), t (3, 6): scratch."""
+    k, n = J.shape
+    if n >= k:
+        for a in range(k):
+            for b in range(a + 1):
+                acc = 0.0
+                for m in range(n):
+                    acc += J[a, m] * J[b, m]
+                G[a, b] = acc
+                G[b, a] = acc
+        if (symmetric_eigenvalues(G, W, w, t[0], t[1], t[2])
+                and w[0] > eps * eps * (1.0 + 1e-6) and cholesky(G, L)):
+            for a in range(k):
+                acc = 0.0
+                for m in range(n):
+                    acc += J[a, m] * r[m]
+                F[a] = acc
+                sigma[a] = np.sqrt(w[k - 1 - a])
+            cho_solve(L, F)
+            return False
+    return _wrench_svd(J, r, eps, F, sigma)
+
+
+@njit(**_JIT)
+def _wrench_svd(J, r, eps, F, sigma):
+    """F = V diag(phi(s)) U^T r for J^T = U diag(s) V^T (tip_wrench's phi, LAPACK's SVD);
+    sigma[:len(s)] = s. Returns True when some s < eps."""
+    U, s, Vt = np.linalg.svd(np.ascontiguousarray(J.T), full_matrices=False)
+    damped = False
+    for j in range(s.shape[0]):
+        sigma[j] = s[j]
+        damped |= s[j] < eps
+    F[:] = 0.0
+    for j in range(s.shape[0]):
+        phi = 1.0 / s[j] if s[j] >= eps else s[j] / eps ** 2
+        acc = 0.0
+        for m in range(r.shape[0]):
+            acc += U[m, j] * r[m]
+        w = phi * acc
+        for i in range(F.shape[0]):
+            F[i] += Vt[j, i] * w
+    return damped
 
 
 # ============================================================================ contact point

@@ -67,6 +67,7 @@ OK, NOT_POSITIVE_DEFINITE, OVERFLOW, BAD_INPUT = 0, 1, 2, 3
 BIAS = 1            # g and c = C qd
 OPERATIONAL = 2     # mu and p (implies BIAS)
 EIGENVECTORS = 4    # the eigen-decomposition of A (inertia ellipsoid)
+MOMENTUM = 8        # p = M qd and C^T qd (the momentum observer's terms; implies BIAS)
 
 SINGULAR_COND = 1e12          # cond(A) above this: A is singular (pseudo-inverse Lambda)
 EIGVALSH_MIN_RATIO = 1e-8     # batch_bundle: eigenvalues alone, not eigh, when smin > this * smax
@@ -1008,7 +1009,8 @@ def bundle_layout(n, k):
     mirror is :func:`bundle_views` (test_kernels checks that they agree)."""
     return (("g", (n,)), ("c", (n,)), ("M", (n, n)), ("J", (k, n)), ("A", (k, k)),
             ("Lambda", (k, k)), ("condition_number", ()), ("eigenvalues", (k,)),
-            ("eigenvectors", (k, k)), ("mu", (k,)), ("p", (k,)))
+            ("eigenvectors", (k, k)), ("mu", (k,)), ("p", (k,)), ("momentum", (n,)),
+            ("ctqd", (n,)))
 
 
 BundleViews = namedtuple("BundleViews", [name for name, _ in bundle_layout(0, 0)])
@@ -1028,7 +1030,10 @@ def bundle_views(out, N, n, k):
     eigenvectors, a = _take(out, a, (N, k, k))
     mu, a = _take(out, a, (N, k))
     p, a = _take(out, a, (N, k))
-    return BundleViews(g, c, M, J, A, Lambda, cond, eigenvalues, eigenvectors, mu, p)
+    momentum, a = _take(out, a, (N, n))
+    ctqd, a = _take(out, a, (N, n))
+    return BundleViews(g, c, M, J, A, Lambda, cond, eigenvalues, eigenvectors, mu, p,
+                       momentum, ctqd)
 
 
 BundleScratch = namedtuple("BundleScratch", (
@@ -1039,15 +1044,18 @@ BundleScratch = namedtuple("BundleScratch", (
     "x", "e",        # (n,), (k,) solve vectors
     "Jdot_qd",       # (6,) the frame's bias acceleration
     "W_A",           # (k, k) A's working copy for its eigenvalues (symmetric_eigenvalues)
-    "t_A"))          # (3, k) that function's vectors
+    "t_A",           # (3, k) that function's vectors
+    "H",             # (nb, 6) subtree momenta (momentum_terms)
+    "p_full", "ct_full"))   # (nb,) M qd and C^T qd per body, before the mimic reduction
 
 
 @njit(**_DRIVER)
-def bundle_scratch(n, k):
-    """Fresh BundleScratch for n coordinates and k task rows (one allocation per field)."""
+def bundle_scratch(n, k, nb):
+    """Fresh BundleScratch for n coordinates, k task rows and nb bodies (one allocation per
+    field)."""
     e = np.empty
     return BundleScratch(e((6, n)), e((n, n)), e((k, n)), e((k, k)), e(n), e(k), e(6),
-                         e((k, k)), e((3, k)))
+                         e((k, k)), e((3, k)), e((nb, 6)), e(nb), e(nb))
 
 
 @njit(**_DRIVER)
@@ -1066,6 +1074,33 @@ def bias_terms(bodies, g, qd, fb, ws, want_Jdot_qd, g_out, c_out, Jdot_qd):
             Jdot_qd[:] = 0.0
     rnea_backward(bodies, ws.S, ws.F, ws.tau_full)
     reduce_vector(bodies, ws.tau_full, c_out)
+
+
+@njit(**_JIT)
+def momentum_terms(bodies, S, m, h, I_o, V, H, tmp, p_full, ct_full, p, ct):
+    """p = M(q) qd and ct = C(q, qd)^T qd (C the Christoffel factorization, dM/dt = C + C^T),
+    both (n,), in O(n) from the body velocities V of a velocity pass (V_i = V_p + S_i qd_i).
+
+    With h_k = I_k V_k the spatial momentum of body k (root origin, root axes) and H_i the
+    sum of h_k over the subtree of body i: M = sum_k J_k^T I_k J_k gives p_i = S_i . H_i.
+    Differentiating, dM/dt qd = C qd + w with w_i = Sdot_i . H_i, Sdot_i = V_i x S_i (the
+    other two terms of the derivative, J_k^T (I_k Jdot_k qd + V_k x* I_k V_k), are RNEA's
+    C qd at qdd = 0). Since dM/dt = C + C^T, C^T qd = dM/dt qd - C qd = w: no n x n matrix
+    (docs/math.md section 8). Mimic joints: p = G^T p_full, ct = G^T ct_full.
+    H (nb, 6), tmp (6,), p_full, ct_full (nb,) are scratch."""
+    nb = bodies.shape[0]
+    for i in range(nb):
+        _inertia_times(m[i], h[i], I_o[i], V[i], H[i])
+    for i in range(nb - 1, -1, -1):
+        p_full[i] = _dot6(S[i], H[i])
+        _cross_motion(V[i], S[i], tmp)       # Sdot_i
+        ct_full[i] = _dot6(tmp, H[i])
+        par = bodies[i].parent
+        if par >= 0:
+            for k in range(6):
+                H[par, k] += H[i, k]
+    reduce_vector(bodies, p_full, p)
+    reduce_vector(bodies, ct_full, ct)
 
 
 @njit(**_JIT)
@@ -1217,8 +1252,11 @@ def _bundle_state(bodies, g, q, qd, fb, X_body_frame, k, damping, damping_condit
                ws.p_root_frame)
     frame_jacobian(bodies, ws.S, fb, ws.p_root_frame, bs.J6)
     J[:, :] = bs.J6[:k, :]
-    if flags & (BIAS | OPERATIONAL):
+    if flags & (BIAS | OPERATIONAL | MOMENTUM):
         bias_terms(bodies, g, qd, fb, ws, (flags & OPERATIONAL) != 0, res.g[s], res.c[s], bs.Jdot_qd)
+    if flags & MOMENTUM:       # (ws.V: the velocities of bias_terms' forward pass)
+        momentum_terms(bodies, ws.S, ws.m, ws.h, ws.I_o, ws.V, bs.H, ws.tmp1, bs.p_full,
+                       bs.ct_full, res.momentum[s], res.ctqd[s])
     status = task_space_inverse(M, J, bs.L_M, bs.Y, res.A[s])
     if status != OK:
         res.condition_number[s] = np.inf
@@ -1229,8 +1267,10 @@ def _bundle_state(bodies, g, q, qd, fb, X_body_frame, k, damping, damping_condit
         res.A[s], damping, damping_condition, (flags & EIGENVECTORS) != 0, bs.L_A, Lambda,
         res.eigenvalues[s], res.eigenvectors[s], bs.e, bs.W_A, bs.t_A)
     finite = all_finite(Lambda)
-    if flags & (BIAS | OPERATIONAL):
+    if flags & (BIAS | OPERATIONAL | MOMENTUM):
         finite = finite and all_finite(res.g[s]) and all_finite(res.c[s])
+    if flags & MOMENTUM:
+        finite = finite and all_finite(res.momentum[s]) and all_finite(res.ctqd[s])
     if flags & OPERATIONAL:
         operational_space_bias(bs.L_M, J, res.c[s], bs.Jdot_qd, Lambda, bs.x, bs.e, res.mu[s])
         operational_space_bias(bs.L_M, J, res.g[s], _ZERO6, Lambda, bs.x, bs.e, res.p[s])
@@ -1240,19 +1280,22 @@ def _bundle_state(bodies, g, q, qd, fb, X_body_frame, k, damping, damping_condit
 
 @njit(**_JIT)
 def one_bundle(bodies, g, q, qd, fb, X_body_frame, damping, damping_condition, g_out, c_out,
-               M, J, A, Lambda, cond):
+               M, J, A, Lambda, cond, p_out, ct_out):
     """batch_bundle of one state with flags BIAS (compute_all), k = J.shape[0], into separate
     outputs without the batch axis (cond (1,)): the same _bundle_state code (the same bits),
     without the buffer's views (twelve reshape calls) and with outputs the caller returns as
-    they are. Returns status * 2 + singular (status BAD_INPUT for a q or qd not finite)."""
+    they are; with MOMENTUM too when p_out and ct_out are (n,) (empty (0,): not asked for).
+    Returns status * 2 + singular (status BAD_INPUT for a q or qd not finite)."""
     if not (all_finite(q) and all_finite(qd)):
         return BAD_INPUT * 2 + 1
-    n, k, e = q.shape[0], J.shape[0], np.empty
+    n, k, e, nb = q.shape[0], J.shape[0], np.empty, bodies.shape[0]
+    momentum = p_out.shape[0] > 0
     res = BundleViews(g_out[None], c_out[None], M[None], J[None], A[None], Lambda[None], cond,
-                      e((1, k)), e((1, k, k)), e((0, k)), e((0, k)))   # (mu, p: not asked for)
+                      e((1, k)), e((1, k, k)), e((0, k)), e((0, k)),   # (mu, p: not asked for)
+                      p_out[None], ct_out[None])
     status, singular = _bundle_state(bodies, g, q, qd, fb, X_body_frame, k, damping,
-                                     damping_condition, BIAS, workspace(bodies.shape[0]),
-                                     bundle_scratch(n, k), res, 0)
+                                     damping_condition, (BIAS | MOMENTUM) if momentum else BIAS,
+                                     workspace(nb), bundle_scratch(n, k, nb), res, 0)
     return status * 2 + (1 if singular else 0)
 
 
@@ -1292,7 +1335,7 @@ def bundle_chunk(bodies, g, q, qd, fb, X_body_frame, k, damping, damping_conditi
     N, n = q.shape
     res = bundle_views(out, N, n, k)
     ws = workspace(bodies.shape[0])
-    bs = bundle_scratch(n, k)
+    bs = bundle_scratch(n, k, bodies.shape[0])
     for s in range(lo, hi):
         if not (all_finite(q[s]) and all_finite(qd[s])):
             status[s], singular[s] = BAD_INPUT, True

@@ -70,7 +70,14 @@ eigenvalues (k,) ascending, +inf along singular directions (eigenvalue of A belo
 1e-12 of its largest); eigenvectors (k, k) columns, a proper rotation (det = +1);
 condition_number of A; singular flag."""
 
+MomentumTerms = namedtuple("MomentumTerms", "p ct")
+MomentumTerms.__doc__ = """The momentum observer's per-state terms (see RobotModel.momentum_terms).
+
+p = M(q) qd (n,), generalized momentum (kg m^2/s, or kg m/s for a prismatic joint);
+ct = C(q, qd)^T qd (n,), N*m / N. Batched: a leading N axis on each."""
+
 _NO_FEXT = np.zeros((0, 6))
+_NO_MOMENTUM = np.zeros(0)
 _NO_JACOBIAN = np.zeros((0, 6, 0))
 _NO_POSE = np.zeros((0, 4, 4))          # batch_kinematics: the Jacobian alone
 _EYE4 = np.eye(4)
@@ -582,14 +589,16 @@ class RobotModel:
 
     # ------------------------------------------------------------------ task-space inertia
     def _bundle(self, q, qd, frame, *, linear_only=False, damping=0.0, damping_condition=0.0,
-                bias=False, operational=False, eigenvectors=False, threads=None):
+                bias=False, operational=False, eigenvectors=False, momentum=False,
+                threads=None):
         """One run of K.batch_bundle -> _BundleResult (named views of its output buffer).
 
         Always M, J, A, Lambda, condition_number, singular; ``bias``: also g and c = C qd
         (qd required); ``operational``: also mu and p; ``eigenvectors``: also the
-        eigen-decomposition of A (eigenvalues, eigenvectors)."""
+        eigen-decomposition of A (eigenvalues, eigenvectors); ``momentum``: also
+        momentum = M qd and ctqd = C^T qd (and g, c)."""
         Q, single = self._states(q, "q", finite=False)
-        needs_qd = bias or operational
+        needs_qd = bias or operational or momentum
         if needs_qd and qd is None:
             raise InputError("qd is required (shape of q); pass zeros for a state at rest")
         like = Q.shape[1:] if single else Q.shape           # np.shape(q), already known
@@ -597,7 +606,7 @@ class RobotModel:
         fb, X, k, d, dc = self._task_options(frame, linear_only, damping, damping_condition)
         N, n = Q.shape
         flags = ((K.BIAS if bias else 0) | (K.OPERATIONAL if operational else 0)
-                 | (K.EIGENVECTORS if eigenvectors else 0))
+                 | (K.EIGENVECTORS if eigenvectors else 0) | (K.MOMENTUM if momentum else 0))
         layout, width = _bundle_layout(n, k)
         out = np.empty(N * width)        # every field asked for is written unless status != OK
         singular = np.empty(N, dtype=np.bool_)
@@ -708,8 +717,15 @@ class RobotModel:
             self._raise_if_singular(r.singular, r.condition_number, frame)
         return r.Lambda, r.mu, r.p
 
+    def momentum_terms(self, q, qd, threads=None):
+        """MomentumTerms(p, ct): p = M(q) qd and ct = C(q, qd)^T qd (n,) each, in O(n) per
+        state (K.momentum_terms: subtree momenta, no n x n matrix). (N, n) states -> (N, n)
+        each, over ``threads`` threads (see the module docstring)."""
+        r = self._bundle(q, qd, self.default_tip, momentum=True, threads=threads)
+        return MomentumTerms(r.momentum, r.ctqd)
+
     def compute_all(self, q, qd, frame, linear_only=False, damping=0.0, damping_condition=0.0,
-                    ellipsoid=False, threads=None):
+                    ellipsoid=False, threads=None, momentum=False):
         """DynamicsTerms(g, c, M, J, A, Lambda, condition_number, singular) in one call.
 
         g = g(q), c = C(q, qd) qd (n,); M (n, n); J (k, n) of the frame origin in root axes;
@@ -725,34 +741,44 @@ class RobotModel:
 
         ellipsoid=True: returns ``(DynamicsTerms, InertiaEllipsoid)`` from the same run
         (the ellipsoid of this ``linear_only``, as :meth:`inertia_ellipsoid` gives it).
+        momentum=True: ``(DynamicsTerms, MomentumTerms)`` (p = M qd, ct = C^T qd, as
+        :meth:`momentum_terms`) from the same run; with both: ``(terms, ellipsoid,
+        momentum)``.
 
         (N, n) states run over ``threads`` threads (see the module docstring)."""
         if threads is None and ellipsoid is False and _one_state(q, self._shape1) \
                 and _one_state(qd, self._shape1):
-            terms = self._one_bundle(q, qd, frame, linear_only, damping, damping_condition)
+            terms = self._one_bundle(q, qd, frame, linear_only, damping, damping_condition,
+                                     momentum is True)
             if terms is not None:
                 return terms        # (else the general path below names what went wrong)
         want_ellipsoid = _flag(ellipsoid, "ellipsoid")
+        want_momentum = _flag(momentum, "momentum")
         r = self._bundle(q, qd, frame, linear_only=linear_only, damping=damping,
                          damping_condition=damping_condition, bias=True,
-                         eigenvectors=want_ellipsoid, threads=threads)
-        terms = r.dynamics_terms()
-        return (terms, self._ellipsoid(r)) if want_ellipsoid else terms
+                         eigenvectors=want_ellipsoid, momentum=want_momentum, threads=threads)
+        out = (r.dynamics_terms(),) + ((self._ellipsoid(r),) if want_ellipsoid else ()) + (
+            (MomentumTerms(r.momentum, r.ctqd),) if want_momentum else ())
+        return out if len(out) > 1 else out[0]
 
-    def _one_bundle(self, q, qd, frame, linear_only, damping, damping_condition):
+    def _one_bundle(self, q, qd, frame, linear_only, damping, damping_condition, momentum):
         """compute_all of one contiguous float64 state through K.one_bundle (its outputs are
-        returned as they are: no buffer views); None when the state is not finite or its
-        M or A fails, for the general path to name."""
+        returned as they are: no buffer views), ``(terms, MomentumTerms)`` with momentum;
+        None when the state is not finite or its M or A fails, for the general path to
+        name."""
         fb, X, k, d, dc = self._task_options(frame, linear_only, damping, damping_condition)
         n = self._shape1[0]
         g, c, M, J = (np.empty(self._shape1), np.empty(self._shape1), np.empty(self._shapeM),
                       np.empty(self._shapeJ if k == 6 else (3, n)))
         A, Lambda, cond = np.empty((k, k)), np.empty((k, k)), np.empty(1)
+        p, ct = (np.empty(self._shape1), np.empty(self._shape1)) if momentum else (
+            _NO_MOMENTUM, _NO_MOMENTUM)
         code = _direct(K.one_bundle, (self._bodies, self._gravity, q, qd, fb, X, d, dc, g, c,
-                                      M, J, A, Lambda, cond))
+                                      M, J, A, Lambda, cond, p, ct))
         if code > 1:
             return None
-        return DynamicsTerms(g, c, M, J, A, Lambda, cond[0], _NP_BOOL[code])
+        terms = DynamicsTerms(g, c, M, J, A, Lambda, cond[0], _NP_BOOL[code])
+        return (terms, MomentumTerms(p, ct)) if momentum else terms
 
     def warm_up(self):
         """Compile (or load from cache) every numba kernel once; returns self."""
@@ -769,6 +795,7 @@ class RobotModel:
             for x in (q, q[None]):      # the one-state bundle, then the batched one
                 self.compute_all(x, x, tip, linear_only=lin)
             self.operational_space(q, q, tip, linear_only=lin, damping=1e-3)
+        self.compute_all(q, q, tip, momentum=True)      # the observer's one-state bundle
         try:
             self.forward_dynamics(q, q, q)
         except SingularConfigurationError:

@@ -72,7 +72,15 @@ Bias zeroing: :meth:`MomentumObserver.zero` stores the current residual as a bia
 :attr:`MomentumObserver.residual` is r - bias.
 
 Only ``RobotModel``'s public API is used (mass_matrix, coriolis_matrix, gravity_torques,
-friction_torques).
+friction_torques; compute_all's momentum terms for :meth:`MomentumObserver.update_terms`).
+
+Per-state use (a node at 1 kHz): :meth:`MomentumObserver.update_terms` takes p = M qd,
+C^T qd and g from the caller (``RobotModel.compute_all(..., momentum=True)``: the same
+kernel run as the node's other outputs; C^T qd by an O(n) recursion) and advances r in
+preallocated buffers (one numba call, no temporaries). Given the same p, C^T qd and g it
+gives the bits of :meth:`MomentumObserver.update` (the same operations in the same order);
+that path's p = M qd (a BLAS product) and C^T qd (from the n x n C) are summed in another
+order, so the two paths agree to round-off (test_observer bounds it).
 """
 from __future__ import annotations
 
@@ -80,6 +88,7 @@ import math
 from collections import namedtuple
 
 import numpy as np
+from numba import njit
 
 from .errors import InputError
 
@@ -147,6 +156,11 @@ class MomentumObserver:
         self.max_dt = float(_positive_vector(max_dt, 1, "max_dt")[0])
         self.bias = np.zeros(self.n)
         self.gaps = 0                  # number of gaps met since construction
+        # update_terms' buffers: r, p, beta, tau of the last sample, (1 - a), r - bias
+        self._buffers = tuple(np.zeros(self.n) for _ in range(6))
+        self._neg_gains = -self.gains
+        self._viscous = np.asarray(model.viscous if self.friction else np.zeros(self.n), float)
+        self._coulomb = np.asarray(model.coulomb if self.friction else np.zeros(self.n), float)
         self.reset()
 
     # ------------------------------------------------------------------ state
@@ -229,6 +243,61 @@ class MomentumObserver:
         event = self._accept(t, p, beta, np.array(tau, dtype=float))
         return ObserverStep(self.residual, event, dt)
 
+    def update_terms(self, t, p, ct, g, tau, qd):
+        """:meth:`update` with the model terms given: p = M(q) qd, ct = C(q, qd)^T qd and
+        g = g(q) (n,) float64 each, as ``RobotModel.compute_all(..., momentum=True)`` gives
+        them (g unused with effort "minus_gravity"); tau, qd (n,) float64. Friction (if on)
+        is viscous * qd + coulomb * sign(qd) of the model. No per-sample temporaries: r,
+        p, beta and tau are kept in buffers. -> (event, dt) as :class:`ObserverStep`'s;
+        :attr:`residual_buffer` holds r - bias (overwritten by the next update).
+
+        The same arithmetic, in the same order, as :meth:`update` on the same p, beta.
+        InputError (state unchanged) for t not after the last sample or a tau that is not
+        a finite (n,) vector."""
+        t = self._checked_time(t)
+        if not (type(tau) is np.ndarray and tau.dtype == np.float64
+                and tau.shape == self.gains.shape and finite_vector(tau)):
+            self._checked_tau(tau, self.gains.shape)
+            raise InputError(f"tau must be a float64 array of shape {self.gains.shape}")
+        r, p_prev, beta_prev, tau_prev, one_minus_a, residual = self._buffers
+        self._adopt_buffers()
+        integrate, dt = False, math.nan
+        if self._t is None:
+            event = "start"
+        else:
+            dt = t - self._t
+            if dt > self.max_dt:
+                event = "gap_bridged" if self.gap == "bridge" else "gap_reset"
+                self.gaps += 1
+                if self.gap == "reset":
+                    r.fill(0.0)
+            else:
+                event, integrate = "step", True
+                np.multiply(self._neg_gains, dt, out=one_minus_a)     # -np.expm1(-gains h)
+                np.expm1(one_minus_a, out=one_minus_a)
+                np.negative(one_minus_a, out=one_minus_a)
+        _step_in_place(integrate, self.timing == "held", self.effort == "total",
+                       self.friction, self._viscous, self._coulomb, p, ct, g, tau, qd,
+                       dt if integrate else 1.0, one_minus_a, r, p_prev, beta_prev, tau_prev,
+                       self.bias, residual)
+        self._t, self._p, self._beta, self._tau = t, p_prev, beta_prev, tau_prev
+        return event, dt
+
+    @property
+    def residual_buffer(self):
+        """r - bias (n,) of the last :meth:`update_terms` (a buffer it overwrites)."""
+        return self._buffers[5]
+
+    def _adopt_buffers(self):
+        """Make r, p, beta, tau of the last sample live in update_terms' buffers (after
+        :meth:`reset`, :meth:`update` or :meth:`run`, which bind new arrays)."""
+        r, p_prev, beta_prev, tau_prev = self._buffers[:4]
+        for buf, now in ((r, self._r), (p_prev, self._p), (beta_prev, self._beta),
+                         (tau_prev, self._tau)):
+            if now is not None and now is not buf:
+                buf[:] = now
+        self._r = r
+
     def _checked_time(self, t):
         try:
             t = float(t)
@@ -302,6 +371,42 @@ class MomentumObserver:
             self._r = exact_step(self._r, self.gains, t - self._t, self._p, p, beta0, beta)
         self._t, self._p, self._beta, self._tau = t, p, beta, tau
         return event
+
+
+@njit(cache=True, nogil=True, fastmath=False, error_model="numpy")
+def finite_vector(a):
+    """Every entry of the 1-D float array a is finite."""
+    ok = True
+    for x in a:
+        ok &= x * 0.0 == 0.0
+    return ok
+
+
+@njit(cache=True, nogil=True, fastmath=False, error_model="numpy")
+def _step_in_place(integrate, held, total, friction, viscous, coulomb, p, ct, g, tau, qd, h,
+                   one_minus_a, r, p_prev, beta_prev, tau_prev, bias, residual):
+    """One sample of MomentumObserver.update_terms, per joint i (all (n,) arrays):
+    beta = tau + ct [- g if total] [- (viscous qd + coulomb sign(qd)) if friction];
+    if integrate: r = r + (1 - a) (u - r), u = (p - p_prev) / h - (beta0 + beta) / 2,
+    beta0 = beta_prev [+ (tau - tau_prev) if held]; then p_prev, beta_prev, tau_prev = p,
+    beta, tau and residual = r - bias. The operations and their order are those of
+    momentum_and_beta, step_terms and exact_step (the same bits)."""
+    for i in range(p.shape[0]):
+        beta = tau[i] + ct[i]
+        if total:
+            beta = beta - g[i]
+        if friction:
+            x = qd[i]
+            sign = 1.0 if x > 0.0 else (-1.0 if x < 0.0 else 0.0)
+            beta = beta - (viscous[i] * x + coulomb[i] * sign)
+        if integrate:
+            beta0 = beta_prev[i] + (tau[i] - tau_prev[i]) if held else beta_prev[i]
+            u = (p[i] - p_prev[i]) / h - 0.5 * (beta0 + beta)
+            r[i] = r[i] + one_minus_a[i] * (u - r[i])
+        p_prev[i] = p[i]
+        beta_prev[i] = beta
+        tau_prev[i] = tau[i]
+        residual[i] = r[i] - bias[i]
 
 
 def step_terms(gains, h, p0, p1, beta0, beta1):

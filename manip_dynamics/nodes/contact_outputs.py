@@ -17,6 +17,15 @@ services ``~/reset_observer`` and ``~/zero_observer`` (std_srvs/Trigger). Every 
 carries the joint state's stamp. Without effort the outputs stay silent and one info line
 says why (again only after effort came and went). The bookkeeping (what is integrated,
 the gap rule, restarts) is :mod:`manip_dynamics.rules.contact_monitor`; docs/node.md.
+
+Per state: the node's own compute_all run gives p = M qd and C^T qd with its other terms
+(``momentum``); the observer step, detection and tip wrench run in buffers
+(``ContactMonitor.update_terms``), and ~/external_torques, ~/external_wrench and ~/contact
+are laid out once (:mod:`manip_dynamics.nodes.wire`: per input frame_id, per isolated
+joint) and only their stamp and values rewritten, each layout checked once against rclpy's
+deserialisation of the message built field by field (should one read back otherwise, the
+messages themselves are published). The markers stay Python messages (at most
+``observer.markers_rate``).
 """
 from __future__ import annotations
 
@@ -24,15 +33,20 @@ import math
 import threading
 import time
 
+from builtin_interfaces.msg import Time
 from geometry_msgs.msg import Point, Vector3, WrenchStamped
 from sensor_msgs.msg import JointState
 from std_msgs.msg import ColorRGBA, Header
 from std_srvs.srv import Trigger
 from visualization_msgs.msg import Marker, MarkerArray
 
-from manip_dynamics.core.contact import link_segment
+import numpy as np
+
+from manip_dynamics.core.contact import ContactPoint, arm_topology, link_segment
 from manip_dynamics.core.errors import InputError, ManipDynamicsError
+from manip_dynamics.nodes import wire
 from manip_dynamics.rules.contact_monitor import ContactMonitor
+from manip_dynamics.rules.effort_reader import EffortReader
 from manip_dynamics.rules.throttled_log import ThrottledLog
 from manip_dynamics_interfaces.msg import Contact
 
@@ -53,6 +67,8 @@ class ContactOutputs:
         self._monitor = None
         self._effort_seen = None          # None: no state yet; else the last state had effort
         self._last_markers = -math.inf
+        self._wires = None                # ContactWires of the model last published
+        self._effort = EffortReader()     # tau from msg.effort, names matched once
         self._log = ThrottledLog(node.get_logger(), WARNING_PERIOD)
         self.torques_pub = node.create_publisher(JointState, "~/external_torques", 10)
         self.wrench_pub = node.create_publisher(WrenchStamped, "~/external_wrench", 10)
@@ -87,8 +103,10 @@ class ContactOutputs:
         return response
 
     # ------------------------------------------------------------------ states
-    def on_state(self, snapshot, msg, q, qd, terms) -> None:
-        """The state listener: one accepted joint state (DynamicsNode's hook)."""
+    def on_state(self, snapshot, msg, q, qd, terms, momentum=None) -> None:
+        """The state listener: one accepted joint state (DynamicsNode's hook). terms and
+        momentum: the node's compute_all run of this state (tip frame, momentum=True);
+        computed here when the node did not (None)."""
         options = snapshot.observer
         if not options.enabled:
             with self._lock:
@@ -99,9 +117,14 @@ class ContactOutputs:
         with self._lock:
             monitor = self._monitor_for(snapshot)
             try:
-                tau = snapshot.model.vector_from_names(msg.name, msg.effort, field="effort")
+                if qd is None:
+                    raise InputError("no velocities: the observer needs qd (p = M(q) qd)")
+                tau = self._effort(snapshot.model, msg)
+                if momentum is None or terms is None:
+                    terms, momentum = snapshot.model.compute_all(q, qd, snapshot.tip_frame,
+                                                                 momentum=True)
                 t = monitor.seconds(msg.header.stamp.sec, msg.header.stamp.nanosec)
-                result = monitor.update(t, q, qd, tau)
+                live = monitor.update_terms(t, q, qd, tau, terms, momentum)
             except InputError as exc:
                 self._log("warning", "observer:" + str(exc)[:40],
                           f"observer: sample not integrated: {exc}")
@@ -110,12 +133,12 @@ class ContactOutputs:
                 self._log("warning", "observer-core:" + type(exc).__name__,
                           f"observer: sample not integrated: {exc}")
                 return
-            if result.event in ("gap_bridged", "gap_reset", "restart"):
-                self._log("info", "observer-event:" + result.event,
-                          f"observer: {result.event.replace('_', ' ')} at stamp "
+            if live.event in ("gap_bridged", "gap_reset", "restart"):
+                self._log("info", "observer-event:" + live.event,
+                          f"observer: {live.event.replace('_', ' ')} at stamp "
                           f"{monitor.absolute(t):.6f} s (observer.max_gap "
                           f"{options.max_gap} s, observer.gap {options.gap})")
-            self._publish(snapshot, msg.header, monitor, q, qd, result)
+            self._publish(snapshot, msg.header, monitor, q, qd, live)
 
     def _has_effort(self, msg) -> bool:
         """Log the no-effort line once per change; True when the message carries effort."""
@@ -142,24 +165,35 @@ class ContactOutputs:
         return self._monitor
 
     # ------------------------------------------------------------------ messages
-    def _publish(self, snapshot, in_header, monitor, q, qd, result) -> None:
+    def _publish(self, snapshot, in_header, monitor, q, qd, live) -> None:
         model = snapshot.model
-        header = Header(stamp=in_header.stamp, frame_id=in_header.frame_id)
-        root = Header(stamp=in_header.stamp, frame_id=model.root_link)
-        self.torques_pub.publish(JointState(
-            header=header, name=list(model.joint_names), position=_f64(q),
-            velocity=_f64(qd), effort=_f64(result.residual)))
-        F = result.wrench.F
-        wrench = WrenchStamped(header=root)
-        wrench.wrench.force = Vector3(x=float(F[0]), y=float(F[1]), z=float(F[2]))
-        wrench.wrench.torque = Vector3(x=float(F[3]), y=float(F[4]), z=float(F[5]))
-        self.wrench_pub.publish(wrench)
-        self.contact_pub.publish(contact_message(root, model, monitor, result))
+        wires = self._wires
+        if wires is None or wires.model is not model:
+            wires = self._wires = ContactWires(model)
+        detection = monitor.absolute(live.detection_time) if live.in_contact else 0.0
+        point = live.point
+        stamp = in_header.stamp
+        torques = wires.torques(in_header.frame_id) if wires.raw else None
+        contact = wires.contact(live.joint) if wires.raw else None
+        if wires.raw:
+            self.torques_pub.publish(torques.fill(stamp, q, qd, live.residual))
+            self.wrench_pub.publish(wires.wrench.fill(stamp, live.F))
+            self.contact_pub.publish(contact.fill(
+                stamp, live.in_contact, live.residual_norm, detection,
+                None if point is None else point.point, None if point is None else point.force))
+        else:
+            root = Header(stamp=stamp, frame_id=model.root_link)
+            self.torques_pub.publish(torques_message(
+                Header(stamp=stamp, frame_id=in_header.frame_id), model.joint_names, q, qd,
+                live.residual))
+            self.wrench_pub.publish(wrench_message(root, live.F))
+            self.contact_pub.publish(contact_message(root, model, live, detection))
         now = time.monotonic()
         period = 1.0 / snapshot.observer.markers_rate
-        if result.contact.event or now - self._last_markers >= period:
+        if live.contact_event or now - self._last_markers >= period:
             try:
-                self.markers_pub.publish(contact_markers(root, snapshot, q, result,
+                root = Header(stamp=stamp, frame_id=model.root_link)
+                self.markers_pub.publish(contact_markers(root, snapshot, q, live,
                                                          monitor.detector.topology))
                 self._last_markers = now
             except ManipDynamicsError as exc:
@@ -167,15 +201,94 @@ class ContactOutputs:
                                                         f"{exc}")
 
 
-def contact_message(header, model, monitor, result) -> Contact:
-    """The Contact message of one result (fields: manip_dynamics_interfaces/msg/Contact)."""
-    c = result.contact
-    msg = Contact(header=header, in_contact=bool(c.in_contact), isolated_link=c.link,
-                  isolated_joint=model.joint_names[c.joint] if c.joint >= 0 else "",
-                  residual_norm=float(c.residual_norm))
-    msg.detection_time = monitor.absolute(c.detection_time) if c.in_contact else 0.0
-    if result.point is not None:
-        p, f = result.point.point, result.point.force
+class ContactWires:
+    """The serialised layouts of ~/external_torques (per input frame_id, cache of 8),
+    ~/external_wrench and ~/contact (per isolated joint, -1 for none) of one model, each
+    checked on first use against rclpy's deserialisation of the message built field by
+    field (``raw`` False from the first one that reads back otherwise)."""
+
+    FRAME_CACHE_SIZE = 8
+
+    def __init__(self, model):
+        self.model = model
+        self.raw = True
+        self._torques = {}
+        self._contact = {}
+        root = model.root_link
+        self.wrench = wire.WrenchStampedWire(root)
+        F = np.arange(1.0, 7.0) * 1.25
+        self.raw = wire.matches(self.wrench.fill(_PROBE_STAMP, F),
+                                wrench_message(Header(stamp=_PROBE_STAMP, frame_id=root), F))
+
+    def torques(self, frame_id: str) -> wire.JointStateWire:
+        layout = self._torques.get(frame_id)
+        if layout is None:
+            names = list(self.model.joint_names)
+            layout = wire.JointStateWire(names, frame_id, True)
+            if len(self._torques) >= self.FRAME_CACHE_SIZE:
+                self._torques.clear()
+            self._torques[frame_id] = layout
+            n = len(names)
+            q, qd, r = (np.sin(np.arange(n) + k) * 3.1 for k in (1.0, 2.0, 3.0))
+            header = Header(stamp=_PROBE_STAMP, frame_id=frame_id)
+            self.raw = self.raw and wire.matches(layout.fill(_PROBE_STAMP, q, qd, r),
+                                                 torques_message(header, names, q, qd, r))
+        return layout
+
+    def contact(self, joint: int) -> wire.ContactWire:
+        layout = self._contact.get(joint)
+        if layout is None:
+            model = self.model
+            probe = _ProbeLive(joint, model)
+            layout = wire.ContactWire(model.root_link, probe.link,
+                                      model.joint_names[joint] if joint >= 0 else "")
+            self._contact[joint] = layout
+            header, point = Header(stamp=_PROBE_STAMP, frame_id=model.root_link), probe.point
+            when = 12.5 if probe.in_contact else 0.0      # (as _publish passes it)
+            self.raw = self.raw and wire.matches(
+                layout.fill(_PROBE_STAMP, probe.in_contact, probe.residual_norm, when,
+                            point.point, point.force),
+                contact_message(header, model, probe, when))
+        return layout
+
+
+class _ProbeLive:
+    """A made-up LiveResult for the layout checks: isolated joint ``joint``, a point."""
+
+    def __init__(self, joint, model):
+        self.in_contact, self.joint = joint >= 0, joint
+        self.link = arm_topology(model).joint_link[joint] if joint >= 0 else ""
+        self.residual_norm = 3.75
+        self.point = ContactPoint(np.array([0.5, -0.25, 1.5]), np.array([2.0, -4.5, 8.25]),
+                                  0.5, 0.0, None)
+
+
+_PROBE_STAMP = Time(sec=1_700_000_123, nanosec=987_654_321)
+
+
+def torques_message(header, names, q, qd, r) -> JointState:
+    """~/external_torques as a message: position q, velocity qd, effort r."""
+    return JointState(header=header, name=list(names), position=_f64(q), velocity=_f64(qd),
+                      effort=_f64(r))
+
+
+def wrench_message(header, F) -> WrenchStamped:
+    """~/external_wrench as a message: F = [f; m] (6,)."""
+    msg = WrenchStamped(header=header)
+    msg.wrench.force = Vector3(x=float(F[0]), y=float(F[1]), z=float(F[2]))
+    msg.wrench.torque = Vector3(x=float(F[3]), y=float(F[4]), z=float(F[5]))
+    return msg
+
+
+def contact_message(header, model, live, detection_time) -> Contact:
+    """The Contact message of one result (fields: manip_dynamics_interfaces/msg/Contact);
+    detection_time on the header's clock (0.0 when free)."""
+    msg = Contact(header=header, in_contact=bool(live.in_contact), isolated_link=live.link,
+                  isolated_joint=model.joint_names[live.joint] if live.joint >= 0 else "",
+                  residual_norm=float(live.residual_norm))
+    msg.detection_time = float(detection_time) if live.in_contact else 0.0
+    if live.point is not None:
+        p, f = live.point.point, live.point.force
         msg.contact_point_valid = True
         msg.contact_point = Point(x=float(p[0]), y=float(p[1]), z=float(p[2]))
         msg.contact_force = Vector3(x=float(f[0]), y=float(f[1]), z=float(f[2]))
@@ -189,7 +302,7 @@ def _marker(header, ns, marker_type, color) -> Marker:
     return m
 
 
-def contact_markers(header, snapshot, q, result, topology) -> MarkerArray:
+def contact_markers(header, snapshot, q, live, topology) -> MarkerArray:
     """``~/contact_markers``: ``tip_force`` / 0 ARROW from the tip frame's origin along the
     estimated force f (length observer.force_scale * |f| m; root frame); ``isolated_link``
     / 0 LINE_LIST along the isolated link's segment (core.contact.link_segment; topology:
@@ -197,7 +310,7 @@ def contact_markers(header, snapshot, q, result, topology) -> MarkerArray:
     ``contact_point`` / 0 SPHERE at the estimated point, while in contact (DELETE else)."""
     model, options = snapshot.model, snapshot.observer
     p = model.frame_pose(q, snapshot.tip_frame)[:3, 3]
-    f = result.wrench.F[:3]
+    f = live.F[:3]
     arrow = _marker(header, FORCE_NS, Marker.ARROW, (1.0, 0.5, 0.0, 1.0))
     end = p + options.force_scale * f
     arrow.points = [Point(x=float(p[0]), y=float(p[1]), z=float(p[2])),
@@ -205,15 +318,14 @@ def contact_markers(header, snapshot, q, result, topology) -> MarkerArray:
     arrow.scale = Vector3(x=0.01, y=0.02, z=0.03)     # shaft and head diameters, head length
     link = _marker(header, LINK_NS, Marker.LINE_LIST, (1.0, 0.0, 0.0, 0.9))
     point = _marker(header, POINT_NS, Marker.SPHERE, (1.0, 0.0, 1.0, 0.9))
-    c = result.contact
-    if c.in_contact:
-        ab = link_segment(model, topology, q, c.link)
+    if live.in_contact:
+        ab = link_segment(model, topology, q, live.link)
         link.points = [Point(x=float(v[0]), y=float(v[1]), z=float(v[2])) for v in ab]
         link.scale.x = 0.04
     else:
         link.action = Marker.DELETE
-    if c.in_contact and result.point is not None:
-        x = result.point.point
+    if live.in_contact and live.point is not None:
+        x = live.point.point
         point.pose.position = Point(x=float(x[0]), y=float(x[1]), z=float(x[2]))
         point.scale = Vector3(x=0.04, y=0.04, z=0.04)
     else:

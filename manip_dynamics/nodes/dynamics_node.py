@@ -105,9 +105,11 @@ class DynamicsNode(Node):
         self._gc = gc_pauses.GcPauses()       # collections and pauses, for /diagnostics
         self._singular_note = ""    # the model's joints moving no inertia (rules.singular_mass)
         # Called after the outputs of every computed state, in order:
-        # listener(snapshot, msg, q, qd, terms) with msg the JointState as received, q and qd
-        # in model order (qd None for a position-only state), terms the core's DynamicsTerms
-        # (None without velocities). A listener's exception costs only that listener.
+        # listener(snapshot, msg, q, qd, terms, momentum) with msg the JointState as received,
+        # q and qd in model order (qd None for a position-only state), terms the core's
+        # DynamicsTerms of the tip frame (None without velocities), momentum its
+        # MomentumTerms (p = M qd, C^T qd) from the same run when the observer is enabled
+        # and the state has effort, else None. A listener's exception costs only that one.
         # States skipped by latest-wins (or for bad input) do not reach the listeners, nor
         # do states whose M(q) is singular (the observer needs M^-1; rules.singular_mass).
         self.state_listeners: list[Callable] = []
@@ -382,8 +384,14 @@ class DynamicsNode(Node):
         singular = False
         try:
             q, qd = outputs.vectors(msg)
+            momentum = None
             if qd is None:                      # position-only state: g(q) and no more
                 g, terms = model.gravity_torques(q), None
+            elif snapshot.observer.enabled and len(msg.effort):   # + the observer's terms
+                terms, momentum = model.compute_all(
+                    q, qd, snapshot.tip_frame, damping=snapshot.damping,
+                    damping_condition=snapshot.singular_condition, momentum=True)
+                g = terms.g
             else:
                 terms = model.compute_all(q, qd, snapshot.tip_frame, damping=snapshot.damping,
                                           damping_condition=snapshot.singular_condition)
@@ -412,7 +420,7 @@ class DynamicsNode(Node):
         self._gate.accept(stamp_ns)
         self._latest = (outputs, msg.header, q)       # for the marker timer
         if not singular:   # the observer needs M^-1
-            self._notify_listeners(snapshot, msg, q, qd, terms)
+            self._notify_listeners(snapshot, msg, q, qd, terms, momentum)
         if qd is None:
             self._throttled("warning", "no-velocity",
                             "joint_states has no velocities: publishing g(q) "
@@ -420,13 +428,18 @@ class DynamicsNode(Node):
                             "~/coriolis_torques and ~/dynamics need velocities")
         return None
 
-    def _notify_listeners(self, snapshot: Snapshot, msg: JointState, q, qd, terms) -> None:
+    def _notify_listeners(self, snapshot: Snapshot, msg: JointState, q, qd, terms,
+                          momentum) -> None:
+        observer = self.contact_outputs.on_state
         for listener in self.state_listeners:
+            t0 = time.perf_counter()
             try:
-                listener(snapshot, msg, q, qd, terms)
+                listener(snapshot, msg, q, qd, terms, momentum)
             except Exception:
                 self._throttled("error", "listener:" + getattr(listener, "__qualname__", "?"),
                                 "state listener failed:\n" + traceback.format_exc())
+            if listener == observer:       # /diagnostics: the observer's share
+                self._stats.observer(time.perf_counter() - t0)
 
     # ------------------------------------------------------------------ timers
 

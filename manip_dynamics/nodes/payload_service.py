@@ -25,6 +25,7 @@ from rclpy.parameter import Parameter
 from manip_dynamics.core.errors import InputError, ManipDynamicsError
 from manip_dynamics.rules.dynamics_parameters import (ParameterValueError, check_inertia,
                                                       make_snapshot)
+from manip_dynamics.rules.effort_reader import EffortReader
 from manip_dynamics.rules.state_buffer import DEFAULT_REST_SPEED, StateBuffer, estimate_from_states
 from manip_dynamics_interfaces.msg import Payload
 from manip_dynamics_interfaces.srv import EstimatePayload
@@ -40,15 +41,16 @@ class PayloadService:
     def __init__(self, node, state, capacity: int = BUFFER_STATES):
         self.node, self._state = node, state
         self.buffer = StateBuffer(capacity)
+        self._effort = EffortReader()       # tau from msg.effort, names matched once
         node.state_listeners.append(self.on_state)
         self.service = node.create_service(EstimatePayload, SERVICE, self.on_request)
 
-    def on_state(self, snapshot, msg, q, qd, terms) -> None:
+    def on_state(self, snapshot, msg, q, qd, terms, momentum=None) -> None:
         """state listener: keep (t, q, qd, tau) of a state with velocities and efforts."""
         if qd is None or len(msg.effort) == 0:
             return
         try:
-            tau = snapshot.model.vector_from_names(msg.name, msg.effort, field="effort")
+            tau = self._effort(snapshot.model, msg)
         except InputError:      # efforts missing for some joint: not a usable state
             return
         t = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec

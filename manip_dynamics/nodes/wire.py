@@ -204,3 +204,66 @@ class DynamicsWire:
         struct.pack_into("<d", self.buf, self._cond, condition_number)
         self.buf[self._singular] = 1 if near_singular else 0
         return bytes(self.buf)
+
+
+class WrenchStampedWire:
+    """geometry_msgs/WrenchStamped: header (stamp, ``frame_id``), wrench.force (x, y, z)
+    and wrench.torque (x, y, z): six float64 values, ``wrench`` = [f; m]."""
+
+    __slots__ = ("buf", "_stamp", "wrench")
+
+    def __init__(self, frame_id: str):
+        w = CdrWriter()
+        self._stamp = w.stamp()
+        w.string(frame_id)
+        offsets = [w.float64() for _ in range(6)]
+        self.buf = w.buf
+        self.wrench = w.view(offsets[0], 6)
+
+    def fill(self, stamp, F) -> bytes:
+        """The message's bytes with this stamp and F (6,) = [force; torque]."""
+        write_stamp(self.buf, self._stamp, stamp)
+        self.wrench[:] = F
+        return bytes(self.buf)
+
+
+class ContactWire:
+    """manip_dynamics_interfaces/Contact with fixed strings: header (stamp, ``frame_id``),
+    in_contact, ``isolated_link``, ``isolated_joint``, residual_norm, detection_time,
+    contact_point_valid, contact_point (x, y, z), contact_force (x, y, z). One layout per
+    pair of strings (the node keeps one per isolated joint)."""
+
+    __slots__ = ("buf", "_stamp", "_in_contact", "_valid", "_norm_time", "point_force")
+
+    def __init__(self, frame_id: str, isolated_link: str, isolated_joint: str):
+        w = CdrWriter()
+        self._stamp = w.stamp()
+        w.string(frame_id)
+        self._in_contact = w.boolean()
+        w.string(isolated_link)
+        w.string(isolated_joint)
+        norm = w.float64()
+        w.float64()                              # detection_time, right after
+        self._valid = w.boolean()
+        point = w.float64()
+        for _ in range(5):                       # the rest of contact_point, contact_force
+            w.float64()
+        self.buf = w.buf
+        self._norm_time = w.view(norm, 2)
+        self.point_force = w.view(point, 6)
+
+    def fill(self, stamp, in_contact: bool, residual_norm: float, detection_time: float,
+             point=None, force=None) -> bytes:
+        """The message's bytes; point and force (3,) each, or None (not valid: zeros)."""
+        write_stamp(self.buf, self._stamp, stamp)
+        self.buf[self._in_contact] = 1 if in_contact else 0
+        self._norm_time[0] = residual_norm
+        self._norm_time[1] = detection_time
+        if point is None:
+            self.buf[self._valid] = 0
+            self.point_force[:] = 0.0
+        else:
+            self.buf[self._valid] = 1
+            self.point_force[:3] = point
+            self.point_force[3:] = force
+        return bytes(self.buf)

@@ -38,7 +38,8 @@ from typing import Optional
 
 import numpy as np
 
-from manip_dynamics.core.contact import ContactDetector, contact_point, tip_wrench
+from manip_dynamics.core.contact import (ContactDetector, WrenchSolver, contact_point,
+                                        tip_wrench)
 from manip_dynamics.core.errors import InputError
 from manip_dynamics.core.observer import MomentumObserver
 
@@ -89,6 +90,22 @@ class ContactResult:
     point: object
 
 
+EVENTS = ("", "enter", "leave")
+
+
+class LiveResult:
+    """:meth:`ContactMonitor.update_terms`' result, one object per monitor rewritten per
+    sample (read it before the next sample): the fields of :class:`ContactResult` flat.
+
+    t (s); residual r - bias (n,) and F (6,) the tip wrench: buffers; event (observer's,
+    or "restart"); in_contact, joint (-1 if none), link ("" if none), detection_time (s,
+    nan when free), residual_norm; contact_event ("enter", "leave" or ""); point: the
+    core's ContactPoint or None."""
+
+    __slots__ = ("t", "residual", "F", "event", "in_contact", "joint", "link",
+                 "detection_time", "residual_norm", "contact_event", "point")
+
+
 def _fingerprint(model) -> np.ndarray:
     """M, C, g and tau_fr of ``model`` at one fixed, generic state, as one vector: two models
     with the same fingerprint give the observer the same beta and p (to round-off)."""
@@ -116,6 +133,8 @@ class ContactMonitor:
         enter = per_joint(options.enter, n, "observer.enter_thresholds")
         self.detector = ContactDetector(model, enter, options.hysteresis * enter)
         self._fingerprint = _fingerprint(model)
+        self._wrench = WrenchSolver(options.wrench_threshold)
+        self.live = LiveResult()
         self.restarts = 0
         self.epoch: Optional[int] = None   # whole seconds subtracted from every stamp
 
@@ -166,17 +185,7 @@ class ContactMonitor:
         non-finite or of the wrong shape, a stale stamp."""
         if qd is None:
             raise InputError("no velocities: the observer needs qd (p = M(q) qd)")
-        last = self.observer.time
-        event = None
-        if last is not None and t <= last:
-            if last - t <= self.options.max_gap:
-                raise InputError(f"stale sample: stamp {t:.9f} s is not after the last "
-                                 f"accepted {last:.9f} s; not integrated")
-            self._check_tau(tau, q)          # a bad restart sample is skipped as well
-            self.observer.reset()            # clock restart: start over here, bias kept
-            self.detector.reset()
-            self.restarts += 1
-            event = "restart"
+        event = self._stale_or_restart(t, tau, q)
         step = self.observer.update(t, q, qd, tau)
         r = step.residual
         contact = self.detector.update(t, r)
@@ -187,6 +196,47 @@ class ContactMonitor:
             point = contact_point(self.model, q, r, contact.link,
                                   topology=self.detector.topology)
         return ContactResult(float(t), r, event or step.event, wrench, contact, point)
+
+    def update_terms(self, t: float, q, qd, tau, terms, momentum) -> LiveResult:
+        """:meth:`update` with the model terms of the node's own compute_all run: terms
+        (DynamicsTerms of the tip frame, 6 Jacobian rows: J, g) and momentum
+        (MomentumTerms: p = M qd, ct = C^T qd) of this q, qd. The observer step, the
+        detection and the tip wrench run in buffers (core: MomentumObserver.update_terms,
+        ContactDetector.update_into, WrenchSolver). -> :attr:`live` (rewritten per
+        sample). The same rules and InputErrors as :meth:`update`."""
+        event = self._stale_or_restart(t, tau, q)
+        obs_event, _ = self.observer.update_terms(t, momentum.p, momentum.ct, terms.g, tau, qd)
+        r = self.observer.residual_buffer
+        detector = self.detector
+        contact_event, joint = detector.update_into(t, r)
+        self._wrench.solve(terms.J, r)
+        live = self.live
+        live.t, live.residual, live.F = float(t), r, self._wrench.F
+        live.event = event or obs_event
+        live.in_contact, live.joint = detector.in_contact, joint
+        live.link = detector.topology.joint_link[joint] if joint >= 0 else ""
+        live.detection_time, live.residual_norm = detector.detection_time, detector.residual_norm
+        live.contact_event = EVENTS[contact_event]
+        live.point = None
+        if detector.in_contact and self.options.contact_point:
+            live.point = contact_point(self.model, q, r, live.link, topology=detector.topology)
+        return live
+
+    def _stale_or_restart(self, t: float, tau, q) -> Optional[str]:
+        """InputError for a stale stamp (at most max_gap old); "restart" (observer and
+        detector started over, bias kept) for an older one; None for a stamp after the
+        last accepted one."""
+        last = self.observer.time
+        if last is None or t > last:
+            return None
+        if last - t <= self.options.max_gap:
+            raise InputError(f"stale sample: stamp {t:.9f} s is not after the last "
+                             f"accepted {last:.9f} s; not integrated")
+        self._check_tau(tau, q)          # a bad restart sample is skipped as well
+        self.observer.reset()            # clock restart: start over here, bias kept
+        self.detector.reset()
+        self.restarts += 1
+        return "restart"
 
     def _check_tau(self, tau, q) -> None:
         a = np.asarray(tau, dtype=float)

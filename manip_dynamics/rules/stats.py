@@ -7,6 +7,7 @@ integer operations, cheap enough for a 1 kHz hot path)::
     stats.received()                       # a joint_states message arrived
     stats.computed(callback_seconds)       # one state computed, its outputs published
     stats.skipped("latest-wins", n=3)      # n states not computed, and why
+    stats.observer(seconds)                # of a computed state's callback: the observer's
 
 and, at 1 Hz, asks for a report and turns it into a diagnostic status::
 
@@ -26,6 +27,10 @@ CPU per message = process CPU time (user + system, every thread: what
 ``time.process_time()`` or utime + stime of /proc/PID/stat give) spent in the window,
 divided by the input messages received in it. It includes the middleware's threads, so
 it is what a small machine pays per joint_states message, skipped or not.
+
+Observer share = the time the node reported with ``observer(seconds)`` in the window over
+the callback time of the states computed in it (both summed): the part of the per-state
+work that is the momentum observer and its contact outputs.
 """
 from __future__ import annotations
 
@@ -71,6 +76,8 @@ class _Mark:
     received: int
     computed: int
     skipped: Mapping[str, int]
+    callback_s: float = 0.0
+    observer_s: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -97,6 +104,7 @@ class StatsReport:
     computed_total: int
     skipped_total: Mapping[str, int] = field(default_factory=dict)
     model: Optional[str] = None
+    observer_share: float = math.nan    # observer time / callback time in the window
 
 
 class NodeStats:
@@ -112,6 +120,8 @@ class NodeStats:
         self._skipped: dict[str, int] = {}
         self._callback = [0.0] * callback_samples      # ring buffer of callback times [s]
         self._n_callback = 0                            # callbacks recorded so far
+        self._callback_s = 0.0                          # summed callback and observer times
+        self._observer_s = 0.0
         self._marks: deque[_Mark] = deque(maxlen=window_reports)
         self._marks.append(self._mark(now, cpu_seconds))
 
@@ -124,13 +134,19 @@ class NodeStats:
         self._computed += 1
         self._callback[self._n_callback % len(self._callback)] = callback_seconds
         self._n_callback += 1
+        self._callback_s += callback_seconds
+
+    def observer(self, seconds: float) -> None:
+        """Of the callback of a computed state, ``seconds`` went to the observer."""
+        self._observer_s += seconds
 
     def skipped(self, reason: str, n: int = 1) -> None:
         """``n`` states were not computed because of ``reason`` (a short key)."""
         self._skipped[reason] = self._skipped.get(reason, 0) + n
 
     def _mark(self, now: float, cpu_seconds: float) -> _Mark:
-        return _Mark(now, cpu_seconds, self._received, self._computed, dict(self._skipped))
+        return _Mark(now, cpu_seconds, self._received, self._computed, dict(self._skipped),
+                     self._callback_s, self._observer_s)
 
     def report(self, now: float, cpu_seconds: float,
                model: Optional[str] = None) -> StatsReport:
@@ -150,6 +166,7 @@ class NodeStats:
         else:
             p50 = p99 = math.nan
         cpu = cpu_seconds - start.cpu
+        callback_s = self._callback_s - start.callback_s
         report = StatsReport(
             window=window, received=received, computed=computed, skipped=skipped,
             input_rate=received / window if window > 0 else math.nan,
@@ -158,7 +175,9 @@ class NodeStats:
             cpu_per_message=cpu / received if received else math.nan,
             cpu_load=cpu / window if window > 0 else math.nan,
             received_total=self._received, computed_total=self._computed,
-            skipped_total=dict(self._skipped), model=model)
+            skipped_total=dict(self._skipped), model=model,
+            observer_share=((self._observer_s - start.observer_s) / callback_s
+                            if callback_s > 0 else math.nan))
         self._marks.append(self._mark(now, cpu_seconds))
         return report
 
@@ -200,7 +219,8 @@ def diagnostic_status(report: StatsReport, thresholds: Thresholds = Thresholds()
     Keys: ``model``, ``window [s]``, ``input rate [Hz]``, ``output rate [Hz]``,
     ``received``, ``computed``, ``skipped`` (window counts), one ``skipped: <reason>``
     per reason ever seen (value ``"<in window> (total <since start>)"``),
-    ``callback p50 [ms]``, ``callback p99 [ms]``, ``callback samples``,
+    ``callback p50 [ms]``, ``callback p99 [ms]``, ``callback samples``, ``observer share
+    of callback time [%]``,
     ``CPU per message [ms]``, ``CPU load [% of one core]``. Missing values read ``n/a``.
     """
     level, message = _level_and_message(report, thresholds)
@@ -219,6 +239,8 @@ def diagnostic_status(report: StatsReport, thresholds: Thresholds = Thresholds()
         ("callback p50 [ms]", _ms(report.callback_p50)),
         ("callback p99 [ms]", _ms(report.callback_p99)),
         ("callback samples", str(report.callback_samples)),
+        ("observer share of callback time [%]",
+         "n/a" if math.isnan(report.observer_share) else f"{report.observer_share * 100:.1f}"),
         ("CPU per message [ms]", _ms(report.cpu_per_message)),
         ("CPU load [% of one core]",
          "n/a" if math.isnan(report.cpu_load) else f"{report.cpu_load * 100:.1f}"),

@@ -266,6 +266,26 @@ def test_coriolis_matrix(robot):
         assert_close(C + C.T, ref.mass_matrix_rate(q[k], qd[k]), what="C + C^T = dM/dt")
 
 
+def test_momentum_terms(robot):
+    """p = M qd and C^T qd of the O(n) recursion (one state, a batch, and compute_all's
+    momentum=True run) against Pinocchio's M and C^T (computeCoriolisMatrix, transposed);
+    mimic trees included (G^T C_full^T G qd)."""
+    name, model, ref, frames, _ = robot
+    q, qd, _ = ref.states(N_STATES, seed=12)
+    batch = model.momentum_terms(q, qd)
+    for k in range(N_STATES):
+        p_ref = ref.mass_matrix(q[k]) @ qd[k]
+        ct_ref = ref.coriolis_matrix(q[k], qd[k]).T @ qd[k]
+        one = model.momentum_terms(q[k], qd[k])
+        terms, fused = model.compute_all(q[k], qd[k], frames[0], momentum=True)
+        for got in (one, fused, (batch.p[k], batch.ct[k])):
+            assert_close(got[0], p_ref, what="p = M qd")
+            assert_close(got[1], ct_ref, what="C^T qd")
+        np.testing.assert_array_equal(fused.p, one.p)
+        np.testing.assert_array_equal(fused.ct, one.ct)
+        np.testing.assert_array_equal(terms.g, model.gravity_torques(q[k]))
+
+
 def test_inverse_and_forward_dynamics(robot):
     name, model, ref, _, _ = robot
     q, qd, qdd = ref.states(N_STATES, seed=12)

@@ -136,3 +136,65 @@ def test_state_outputs_use_the_layouts_only_when_they_read_back():
                                             "base", True)
     assert not outputs._joint_state_matches(wire.JointStateWire(names, "base", False),
                                             "base", True)
+
+
+# ------------------------------------------------------------------ contact outputs
+@pytest.mark.parametrize("frame_id", FRAME_IDS)
+def test_wrench_stamped_layout_reads_back_as_the_message(frame_id):
+    from geometry_msgs.msg import WrenchStamped
+
+    rng = np.random.default_rng(len(frame_id))
+    layout = wire.WrenchStampedWire(frame_id)
+    for _ in range(3):
+        stamp, F = _stamp(rng), _values(rng, 6)
+        expected = WrenchStamped()
+        expected.header.stamp, expected.header.frame_id = stamp, frame_id
+        w = expected.wrench
+        w.force.x, w.force.y, w.force.z, w.torque.x, w.torque.y, w.torque.z = F.tolist()
+        assert deserialize_message(layout.fill(stamp, F), WrenchStamped) == expected
+
+
+@pytest.mark.parametrize("frame_id", FRAME_IDS[:4])
+@pytest.mark.parametrize("link,joint", [("", ""), ("l", "j"), ("panda_link5", "panda_joint5"),
+                                        ("wörld_ß", "abc")])
+def test_contact_layout_reads_back_as_the_message(frame_id, link, joint):
+    """Every string length mod 4 before the bool and float64 fields (their alignment),
+    with and without a contact point, the same buffer refilled."""
+    from manip_dynamics_interfaces.msg import Contact
+
+    rng = np.random.default_rng(len(frame_id) * 7 + len(link) + len(joint))
+    layout = wire.ContactWire(frame_id, link, joint)
+    for k in range(4):
+        stamp, (norm, when), pf = _stamp(rng), _values(rng, 2), _values(rng, 6)
+        valid, in_contact = k % 2 == 0, k != 1
+        expected = Contact(in_contact=in_contact, isolated_link=link, isolated_joint=joint,
+                           residual_norm=float(norm), detection_time=float(when),
+                           contact_point_valid=valid)
+        expected.header.stamp, expected.header.frame_id = stamp, frame_id
+        if valid:
+            c, f = expected.contact_point, expected.contact_force
+            c.x, c.y, c.z, f.x, f.y, f.z = pf.tolist()
+        data = layout.fill(stamp, in_contact, norm, when, pf[:3] if valid else None,
+                           pf[3:] if valid else None)
+        assert deserialize_message(data, Contact) == expected
+
+
+def test_contact_wires_check_every_layout_they_use():
+    """ContactWires (the node's contact layouts) of the Panda: raw, each isolated joint's
+    layout built once and reused; a layout that reads back otherwise turns raw off."""
+    from manip_dynamics.nodes.contact_outputs import ContactWires
+
+    model = RobotModel.from_urdf_file(robots.path("panda"))
+    wires = ContactWires(model)
+    assert wires.raw
+    layouts = [wires.contact(j) for j in range(-1, model.n)]
+    assert wires.raw and len({id(x) for x in layouts}) == model.n + 1
+    assert wires.contact(3) is layouts[4] and wires.torques("a") is wires.torques("a")
+    broken = ContactWires(model)
+    original = wire.ContactWire
+    try:
+        wire.ContactWire = lambda frame_id, link, joint: original(frame_id, link + "x", joint)
+        broken.contact(2)
+    finally:
+        wire.ContactWire = original
+    assert not broken.raw

@@ -116,3 +116,27 @@ def test_per_joint_lengths():
     np.testing.assert_array_equal(per_joint([2.0], 3, "x"), [2.0, 2.0, 2.0])
     with pytest.raises(InputError, match="x"):
         per_joint([1.0, 2.0], 3, "x")
+
+
+def test_effort_reader_gathers_by_name_and_names_bad_values():
+    """EffortReader against vector_from_names (the reference) on shuffled names with an
+    extra joint, for the first and the cached name list; a NaN, a wrong length and a
+    missing joint raise vector_from_names' InputError, also once the names are cached."""
+    from types import SimpleNamespace
+
+    from manip_dynamics.rules.effort_reader import EffortReader
+
+    model = RobotModel.from_urdf_file(robots.path("panda"))
+    names = list(model.joint_names)[::-1] + ["gripper"]
+    read = EffortReader()
+    for k in range(3):
+        effort = [float(v) for v in np.arange(8) * 1.5 - k]
+        msg = SimpleNamespace(name=names, effort=effort)
+        np.testing.assert_array_equal(read(model, msg),
+                                      model.vector_from_names(names, effort, field="effort"))
+    for effort, words in [([1.0] * 3 + [math.nan] + [1.0] * 4, "non-finite"),
+                          ([1.0] * 7, "8 names but 7 values")]:
+        with pytest.raises(InputError, match=words):
+            read(model, SimpleNamespace(name=names, effort=effort))
+    with pytest.raises(InputError, match="missing joints"):
+        read(model, SimpleNamespace(name=names[1:], effort=[0.0] * 7))

@@ -77,6 +77,8 @@ def test_callback_ring_keeps_the_last_samples():
 def test_values_are_formatted_strings():
     stats = NodeStats(now=0.0, cpu_seconds=1.0)
     _feed(stats, 1000, computed_ms=[0.25] * 1000)
+    for _ in range(1000):
+        stats.observer(0.0625e-3)                  # of each 0.25 ms callback
     level, message, values = diagnostic_status(
         stats.report(1.0, 1.2, model="panda: 7 joints, tip panda_hand_tcp"))
     assert level == Level.OK
@@ -92,6 +94,7 @@ def test_values_are_formatted_strings():
         ("callback p50 [ms]", "0.250"),
         ("callback p99 [ms]", "0.250"),
         ("callback samples", "1000"),
+        ("observer share of callback time [%]", "25.0"),
         ("CPU per message [ms]", "0.200"),
         ("CPU load [% of one core]", "20.0"),
     ]
@@ -149,3 +152,17 @@ def test_importing_stats_never_imports_rclpy():
     r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                        timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_observer_share_is_of_the_window_and_na_without_states():
+    """The share is the window's observer time over its callback time; n/a without any
+    computed state."""
+    stats = NodeStats(now=0.0, cpu_seconds=0.0, window_reports=1)
+    assert dict(diagnostic_status(stats.report(1.0, 0.0, model="m"))[2])[
+        "observer share of callback time [%]"] == "n/a"
+    _feed(stats, 10, computed_ms=[1.0] * 10)
+    stats.observer(5e-3)
+    assert stats.report(2.0, 0.0, model="m").observer_share == pytest.approx(0.5)
+    _feed(stats, 10, computed_ms=[2.0] * 10)
+    stats.observer(2e-3)                          # the last window alone: 2 of 20 ms
+    assert stats.report(3.0, 0.0, model="m").observer_share == pytest.approx(0.1)
