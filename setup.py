@@ -13,7 +13,7 @@ setup(
     name=package_name,
     version="0.1.0",
     packages=find_packages(exclude=["test*"]),
-    package_data={package_name: ["robots/*.urdf"]},
+    package_data={package_name: ["robots/*.urdf", "safety/*.yaml"]},
     data_files=[
         ("share/ament_index/resource_index/packages", ["resource/" + package_name]),
         ("share/" + package_name, ["package.xml"]),

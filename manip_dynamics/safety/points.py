@@ -1,0 +1,138 @@
+"""Monitored points of an arm and the effective mass each one presents along its motion.
+
+A monitored point is a point fixed on a link: (link, offset in the link's axes, m). For
+one state (q, qd) and every point i, with J the link origin's Jacobian (rows [v; w], root
+axes) and r_i = R_root_link offset_i:
+
+    J_p,i = [I, -[r_i]x] J              (3, n)   the point's linear Jacobian
+    v_i   = J_p,i qd                    (3,)     its velocity, m/s; speed |v_i|, u_i = v_i/|v_i|
+    A_i   = J_p,i M^-1 J_p,i^T          (3, 3)   by one Cholesky factor of M for all points
+    m_i   = 1 / (u_i^T A_i u_i)                  the effective mass along the motion, kg
+
+(Khatib's operational-space inertia of the point: the mass that an obstacle met along u_i
+feels; RobotModel.effective_mass computes the same for one point and any direction). A
+point at rest has no direction of motion: its m_i is reported along the direction of the
+largest effective mass (the smallest eigenvalue of A_i), the worst case for a contact.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.linalg
+
+from ..core.errors import InputError, SingularConfigurationError
+from ..core.model import point_transform
+
+
+@dataclass(frozen=True)
+class MonitoredPoint:
+    """A point fixed on ``link`` at ``offset`` (3,) m in the link's axes; ``label`` names it."""
+    link: str
+    offset: tuple
+    label: str
+
+
+def default_points(model, tip=None, extra=()):
+    """The points ISO/TS 15066 monitoring needs by default: the origin of every link that
+    moves (the ends of the capsules the simulator puts along the links: each link's capsule
+    runs from its origin to its children's origins), plus ``tip`` (default the model's
+    default tip) and ``extra`` (MonitoredPoint or (link, (x, y, z)) pairs)."""
+    points = [MonitoredPoint(f, (0.0, 0.0, 0.0), f) for f in model.frame_names
+              if model.frame_body(f)[0] >= 0]
+    tip = model.default_tip if tip is None else tip
+    model.frame_body(tip)                       # (UnknownFrameError names a bad tip)
+    if all(p.link != tip for p in points):
+        points.append(MonitoredPoint(tip, (0.0, 0.0, 0.0), tip))
+    for k, e in enumerate(extra):
+        points.append(_as_point(model, e, k))
+    return points
+
+
+def _as_point(model, e, k):
+    if isinstance(e, MonitoredPoint):
+        link, offset, label = e.link, e.offset, e.label
+    else:
+        try:
+            link, offset = e
+        except (TypeError, ValueError):
+            raise InputError(f"extra point {k} must be (link, (x, y, z)), got {e!r}") from None
+        label = None
+    model.frame_body(link)
+    off = np.asarray(offset, dtype=float)
+    if off.shape != (3,) or not np.isfinite(off).all():
+        raise InputError(f"extra point {k} on {link!r}: offset must be 3 finite numbers (m), "
+                         f"got {offset!r}")
+    label = label or f"{link}+[{off[0]:g}, {off[1]:g}, {off[2]:g}]"
+    return MonitoredPoint(link, tuple(float(x) for x in off), label)
+
+
+@dataclass
+class PointMotion:
+    """Per point (P points) for one state: position (P, 3) m and velocity (P, 3) m/s in root
+    axes, speed (P,) m/s, direction u (P, 3) (of motion; of the largest effective mass for a
+    point at rest), effective_mass (P,) kg along u (+inf where the arm cannot move the point
+    along u)."""
+    position: np.ndarray
+    velocity: np.ndarray
+    speed: np.ndarray
+    direction: np.ndarray
+    effective_mass: np.ndarray
+
+
+class PointKinematics:
+    """Effective masses of a fixed set of monitored points of one model (see module doc)."""
+
+    def __init__(self, model, points):
+        self.model = model
+        self.points = list(points)
+        if not self.points:
+            raise InputError("no monitored points")
+        self._links = sorted({p.link for p in self.points})
+        self._offsets = np.array([p.offset for p in self.points], dtype=float)
+        self._link_index = np.array([self._links.index(p.link) for p in self.points])
+
+    def motion(self, q, qd):
+        """PointMotion of every point at (q, qd), (n,) each."""
+        model = self.model
+        q = np.ascontiguousarray(q, dtype=float)
+        qd = np.ascontiguousarray(qd, dtype=float)
+        if qd.shape != q.shape:
+            raise InputError(f"qd must have the shape of q {q.shape}, got {qd.shape}")
+        M = model.mass_matrix(q)
+        try:
+            L = scipy.linalg.cholesky(M, lower=True, check_finite=False)
+        except scipy.linalg.LinAlgError:
+            raise SingularConfigurationError(
+                "mass matrix is not positive definite: the effective mass needs M^-1") from None
+        J, origin, R = self._link_kinematics(q)
+        r = np.einsum("pij,pj->pi", R[self._link_index], self._offsets)
+        Jp = point_transform(r) @ J[self._link_index]            # (P, 3, n)
+        v = Jp @ qd
+        Y = scipy.linalg.solve_triangular(L, Jp.transpose(2, 0, 1).reshape(model.n, -1),
+                                          lower=True, check_finite=False)
+        Y = Y.reshape(model.n, len(self.points), 3).transpose(1, 0, 2)   # (P, n, 3)
+        A = np.swapaxes(Y, 1, 2) @ Y                              # (P, 3, 3)
+        speed = np.linalg.norm(v, axis=1)
+        u = _directions(v, speed, A)
+        uau = np.einsum("pi,pij,pj->p", u, A, u)
+        tr = np.trace(A, axis1=1, axis2=2)
+        with np.errstate(divide="ignore"):
+            m = np.where(uau > 1e-12 * tr, 1.0 / np.where(uau > 0, uau, 1.0), np.inf)
+        return PointMotion(origin[self._link_index] + r, v, speed, u, m)
+
+    def _link_kinematics(self, q):
+        J = np.stack([self.model.jacobian(q, f) for f in self._links])
+        X = np.stack([self.model.frame_pose(q, f) for f in self._links])
+        return J, X[:, :3, 3], X[:, :3, :3]
+
+
+def _directions(v, speed, A):
+    """u = v / |v|; for a point at rest the eigenvector of A's smallest eigenvalue."""
+    u = np.empty_like(v)
+    moving = speed > 0
+    u[moving] = v[moving] / speed[moving, None]
+    for i in np.flatnonzero(~moving):
+        w, V = np.linalg.eigh(A[i])
+        u[i] = V[:, 0]
+    return u
