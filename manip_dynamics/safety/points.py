@@ -92,14 +92,14 @@ class PointKinematics:
         self._offsets = np.array([p.offset for p in self.points], dtype=float)
         self._link_index = np.array([self._links.index(p.link) for p in self.points])
 
-    def motion(self, q, qd):
-        """PointMotion of every point at (q, qd), (n,) each."""
+    def motion(self, q, qd, M=None):
+        """PointMotion of every point at (q, qd), (n,) each; M(q) if already computed."""
         model = self.model
         q = np.ascontiguousarray(q, dtype=float)
         qd = np.ascontiguousarray(qd, dtype=float)
-        if qd.shape != q.shape:
-            raise InputError(f"qd must have the shape of q {q.shape}, got {qd.shape}")
-        M = model.mass_matrix(q)
+        if qd.shape != q.shape or q.shape != (model.n,):
+            raise InputError(f"q and qd must have shape ({model.n},), got {q.shape}, {qd.shape}")
+        M = model.mass_matrix(q) if M is None else M
         try:
             L = scipy.linalg.cholesky(M, lower=True, check_finite=False)
         except scipy.linalg.LinAlgError:
@@ -132,7 +132,6 @@ def _directions(v, speed, A):
     u = np.empty_like(v)
     moving = speed > 0
     u[moving] = v[moving] / speed[moving, None]
-    for i in np.flatnonzero(~moving):
-        w, V = np.linalg.eigh(A[i])
-        u[i] = V[:, 0]
+    if not moving.all():
+        u[~moving] = np.linalg.eigh(A[~moving])[1][:, :, 0]
     return u
