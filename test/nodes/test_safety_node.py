@@ -16,6 +16,7 @@ import pytest
 import ros_utils
 from node_test_helpers import MODULE, param_msg, stamp_ns
 from rcl_interfaces.srv import SetParameters
+from rclpy.parameter import Parameter
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
@@ -106,7 +107,8 @@ def test_parameters_refused_with_reason_and_region_switch(arm):
     node, proc, pub, got, _ = arm
 
     def set_(name, value):
-        request = SetParameters.Request(parameters=[param_msg(name, value)])
+        typed = (Parameter.Type.STRING_ARRAY,) if value == [] else ()
+        request = SetParameters.Request(parameters=[param_msg(name, value, *typed)])
         return ros_utils.call_service(node, SetParameters, "dynamics_node/set_parameters",
                                       request, process=proc).results[0]
     r = set_("safety.body_region", "elbow")
