@@ -99,7 +99,7 @@ class SafetyOutputs:
                 if options.rate > 0 and now - self._last < 1.0 / options.rate:
                     return
                 self._last = now
-                result = monitor.assess(q, qd, None if terms is None else terms.M)
+                result = monitor.assess(q, qd)
             except ManipDynamicsError as exc:
                 self._log("warning", "safety:" + type(exc).__name__,
                           f"~/collision_safety not published: {exc}")

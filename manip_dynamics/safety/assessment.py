@@ -57,9 +57,9 @@ class SafetyMonitor:
     def points(self):
         return self.kinematics.points
 
-    def assess(self, q, qd, M=None):
-        """SafetyState at (q, qd) (n,) each; M(q) if already computed."""
-        motion = self.kinematics.motion(q, qd, M)
+    def assess(self, q, qd):
+        """SafetyState at (q, qd) (n,) each."""
+        motion = self.kinematics.motion(q, qd)
         v_max = permissible_speed(self.region, motion.effective_mass, self.contact_area)
         with np.errstate(divide="ignore", invalid="ignore"):
             ratio = np.where(motion.speed > 0, motion.speed / v_max, 0.0)

@@ -6,7 +6,7 @@ axes) and r_i = R_root_link offset_i:
 
     J_p,i = [I, -[r_i]x] J              (3, n)   the point's linear Jacobian
     v_i   = J_p,i qd                    (3,)     its velocity, m/s; speed |v_i|, u_i = v_i/|v_i|
-    A_i   = J_p,i M^-1 J_p,i^T          (3, 3)   by one Cholesky factor of M for all points
+    A_i   = J_p,i M^-1 J_p,i^T          (3, 3)   = T_i A_L T_i^T, A_L = J M^-1 J^T of L's origin
     m_i   = 1 / (u_i^T A_i u_i)                  the effective mass along the motion, kg
 
 (Khatib's operational-space inertia of the point: the mass that an obstacle met along u_i
@@ -19,9 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.linalg
 
-from ..core.errors import InputError, SingularConfigurationError
+from ..core.errors import InputError
 from ..core.model import point_transform
 
 
@@ -92,39 +91,39 @@ class PointKinematics:
         self._offsets = np.array([p.offset for p in self.points], dtype=float)
         self._link_index = np.array([self._links.index(p.link) for p in self.points])
 
-    def motion(self, q, qd, M=None):
-        """PointMotion of every point at (q, qd), (n,) each; M(q) if already computed."""
+    def motion(self, q, qd):
+        """PointMotion of every point at (q, qd), (n,) each.
+
+        Per link: J and the pose (the core's kinematics kernels) and A = J M^-1 J^T of its
+        origin (the core's bundle: Cholesky solves against M in numba, no BLAS call, so no
+        BLAS threads woken for a 7 x 7 solve); per point A_p = T A T^T and v = T J qd with
+        T = [I, -[r]x] (einsum over 3 x 6 blocks)."""
         model = self.model
         q = np.ascontiguousarray(q, dtype=float)
         qd = np.ascontiguousarray(qd, dtype=float)
         if qd.shape != q.shape or q.shape != (model.n,):
             raise InputError(f"q and qd must have shape ({model.n},), got {q.shape}, {qd.shape}")
-        M = model.mass_matrix(q) if M is None else M
-        try:
-            L = scipy.linalg.cholesky(M, lower=True, check_finite=False)
-        except scipy.linalg.LinAlgError:
-            raise SingularConfigurationError(
-                "mass matrix is not positive definite: the effective mass needs M^-1") from None
-        J, origin, R = self._link_kinematics(q)
-        r = np.einsum("pij,pj->pi", R[self._link_index], self._offsets)
-        Jp = point_transform(r) @ J[self._link_index]            # (P, 3, n)
-        v = Jp @ qd
-        Y = scipy.linalg.solve_triangular(L, Jp.transpose(2, 0, 1).reshape(model.n, -1),
-                                          lower=True, check_finite=False)
-        Y = Y.reshape(model.n, len(self.points), 3).transpose(1, 0, 2)   # (P, n, 3)
-        A = np.swapaxes(Y, 1, 2) @ Y                              # (P, 3, 3)
-        speed = np.linalg.norm(v, axis=1)
+        J, origin, R, A6 = self._link_kinematics(q)
+        idx = self._link_index
+        r = np.einsum("pij,pj->pi", R[idx], self._offsets)
+        T = point_transform(r)                                    # (P, 3, 6)
+        v = np.einsum("pik,pk->pi", T, np.einsum("pkj,j->pk", J[idx], qd))
+        A = np.einsum("pik,pkl,pjl->pij", T, A6[idx], T)          # (P, 3, 3)
+        speed = np.sqrt(np.einsum("pi,pi->p", v, v))
         u = _directions(v, speed, A)
         uau = np.einsum("pi,pij,pj->p", u, A, u)
         tr = np.trace(A, axis1=1, axis2=2)
         with np.errstate(divide="ignore"):
             m = np.where(uau > 1e-12 * tr, 1.0 / np.where(uau > 0, uau, 1.0), np.inf)
-        return PointMotion(origin[self._link_index] + r, v, speed, u, m)
+        return PointMotion(origin[idx] + r, v, speed, u, m)
 
     def _link_kinematics(self, q):
-        J = np.stack([self.model.jacobian(q, f) for f in self._links])
-        X = np.stack([self.model.frame_pose(q, f) for f in self._links])
-        return J, X[:, :3, 3], X[:, :3, :3]
+        """Per monitored link: J (6, n), origin (3,), R (3, 3), A = J M^-1 J^T (6, 6)."""
+        model = self.model
+        J = np.stack([model.jacobian(q, f) for f in self._links])
+        X = np.stack([model.frame_pose(q, f) for f in self._links])
+        A = np.stack([model.inverse_effective_inertia(q, f) for f in self._links])
+        return J, X[:, :3, 3], X[:, :3, :3], A
 
 
 def _directions(v, speed, A):
