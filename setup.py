@@ -53,7 +53,7 @@ setup(
     name=package_name,
     version=package_xml_version(),
     packages=find_packages(exclude=["test*"]),
-    package_data={package_name: ["robots/*.urdf"]},
+    package_data={package_name: ["robots/*.urdf", "safety/*.yaml"]},
     data_files=[
         ("share/ament_index/resource_index/packages", ["resource/" + package_name]),
         ("share/" + package_name, ["package.xml"]),

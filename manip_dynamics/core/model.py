@@ -685,21 +685,29 @@ class RobotModel:
         return InertiaEllipsoid(self._out(lam, r.single), self._out(V, r.single),
                                 r.condition_number, r.singular)
 
-    def effective_mass(self, q, frame, u):
+    def effective_mass(self, q, frame, u, point=None):
         """m_u = 1 / (u^T A u) along the direction u ((3,) linear or (6,) [v; w], root axes; scaled
         to unit length, any non-zero finite size), kg (or kg m^2 for a pure rotation). () or (N,).
 
-        +inf where u lies in the singular subspace (u^T A u <= 1e-12 trace(A))."""
-        u = _as_float(u, "u")
-        if u.shape not in ((3,), (6,)) or not np.isfinite(u).all():
-            raise InputError(f"u must be a finite (3,) or (6,) direction, got shape {u.shape}")
-        big = np.abs(u).max()
-        if big == 0:
-            raise InputError("u must be a non-zero direction")
-        u = u / big                      # scale first: |u| of 1e300 entries must not overflow
-        u = u / np.linalg.norm(u)
-        r = self._bundle(q, None, frame, linear_only=u.shape == (3,))
-        single, A = r.single, r.A.reshape(-1, *r.A.shape[-2:])
+        ``point`` (3,) m, in ``frame``'s axes (default its origin; u must then be (3,)): the
+        mass felt at that point of the frame's body, A_p = J_p M^-1 J_p^T with
+        J_p = [I, -[r]x] J (r = R_root_frame point, J of the frame origin): Khatib's
+        operational-space inertia of the point, the "effective mass" of ISO/TS 15066.
+        +inf where u lies in the singular subspace (u^T A u <= 1e-12 trace(A)): the arm
+        cannot move that point along u."""
+        u = _unit_direction(u, "u")
+        if point is None:
+            r = self._bundle(q, None, frame, linear_only=u.shape == (3,))
+            single, A = r.single, r.A.reshape(-1, *r.A.shape[-2:])
+        else:
+            if u.shape != (3,):
+                raise InputError(f"with a point, u must be a (3,) linear direction, got {u.shape}")
+            p = _vector3(point, "point")
+            r = self._bundle(q, None, frame)
+            single, A6 = r.single, r.A.reshape(-1, 6, 6)
+            R = self.frame_pose(q, frame).reshape(-1, 4, 4)[:, :3, :3]
+            T = point_transform(R @ p)
+            A = T @ A6 @ np.swapaxes(T, 1, 2)
         uau = np.einsum("i,nij,j->n", u, A, u)
         tr = np.trace(A, axis1=1, axis2=2)
         with np.errstate(divide="ignore"):
@@ -1128,3 +1136,27 @@ def _vector3(x, name):
     a = a.copy()
     a.setflags(write=False)
     return a
+
+
+def _unit_direction(u, name):
+    """u as a finite unit (3,) or (6,) float vector (InputError naming ``name`` otherwise)."""
+    u = _as_float(u, name)
+    if u.shape not in ((3,), (6,)) or not np.isfinite(u).all():
+        raise InputError(f"{name} must be a finite (3,) or (6,) direction, got shape {u.shape}")
+    big = np.abs(u).max()
+    if big == 0:
+        raise InputError(f"{name} must be a non-zero direction")
+    u = u / big                      # scale first: |u| of 1e300 entries must not overflow
+    return u / np.linalg.norm(u)
+
+
+def point_transform(r):
+    """T = [I, -[r]x] (3, 6), (N, 3, 6) for r (N, 3): v_p = T [v; w], the velocity of the
+    point at offset r (root axes) from a frame origin moving with [v; w]."""
+    r = np.atleast_2d(r)
+    T = np.zeros((r.shape[0], 3, 6))
+    T[:, 0, 0] = T[:, 1, 1] = T[:, 2, 2] = 1.0
+    T[:, 0, 4], T[:, 0, 5] = r[:, 2], -r[:, 1]          # -[r]x = [[0, rz, -ry], ...]
+    T[:, 1, 3], T[:, 1, 5] = -r[:, 2], r[:, 0]
+    T[:, 2, 3], T[:, 2, 4] = r[:, 1], -r[:, 0]
+    return T

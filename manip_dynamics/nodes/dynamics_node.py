@@ -59,6 +59,7 @@ from manip_dynamics.nodes.runner import declare_table, run_node, take_waiting
 from manip_dynamics.nodes.services import DynamicsServices
 from manip_dynamics.nodes.state_outputs import StateOutputs
 from manip_dynamics.nodes.payload_service import PayloadService
+from manip_dynamics.nodes.safety_outputs import SafetyOutputs
 from manip_dynamics.rules import gc_pauses
 from manip_dynamics.rules.dynamics_parameters import (PARAMETERS, SPECS, ParameterValueError,
                                                       check_values)
@@ -140,6 +141,7 @@ class DynamicsNode(Node):
         self.dynamics_services = DynamicsServices(self, lambda: self.snapshot)
         self.contact_outputs = ContactOutputs(self)   # the observer on effort (a state listener)
         self.payload_service = PayloadService(self, lambda: self._state)   # ~/estimate_payload
+        self.safety_outputs = SafetyOutputs(self, lambda: self._state)  # ISO/TS 15066 speeds
 
         self.add_on_set_parameters_callback(self._validate_parameters)
         self.add_post_set_parameters_callback(self._apply_parameters)

@@ -24,6 +24,8 @@ import numpy as np
 from manip_dynamics.core.inertia import describe_defect, inertia_defect, inertia_matrix
 from manip_dynamics.rules.contact_monitor import options_from_values
 from manip_dynamics.rules.parameter_table import ParameterValueError, ParamSpec, check_table
+from manip_dynamics.rules.safety_options import options_from_values as safety_options
+from manip_dynamics.rules.safety_options import point_conflicts
 from manip_dynamics.rules.snapshot import MarkerOptions, Snapshot
 
 __all__ = ["PARAMETERS", "SPECS", "ParameterValueError", "ParamSpec", "check_values",
@@ -180,6 +182,29 @@ PARAMETERS: tuple[ParamSpec, ...] = (
     ParamSpec("observer.markers_rate", "double", 10.0,
               "Maximum rate [Hz] of ~/contact_markers (a contact entered or left is drawn "
               "at once).", low=0.0, low_open=True),
+    # ---- collaborative safety: ISO/TS 15066 speed limits (nodes/safety_outputs.py, docs/safety.md)
+    ParamSpec("safety.enabled", "bool", False,
+              "Publish ~/collision_safety, ~/speed_scale and ~/safety_markers: every "
+              "monitored point's speed against the permissible transient-contact speed of "
+              "safety.body_region, from its effective mass along its motion."),
+    ParamSpec("safety.rate", "double", 0.0,
+              "Maximum rate [Hz] of the safety outputs; 0 = one per computed state.", low=0.0),
+    ParamSpec("safety.body_region", "string", "hands_fingers",
+              "Body region of the body model (ISO/TS 15066 Annex A: skull_forehead, face, "
+              "neck, back_shoulders, chest, abdomen, pelvis, upper_arms_elbows, "
+              "lower_arms_wrists, hands_fingers, thighs_knees, lower_legs)."),
+    ParamSpec("safety.body_model", "string", "",
+              "Body-model YAML (the format of manip_dynamics/safety/iso_ts_15066.yaml); "
+              "empty: the packaged ISO/TS 15066 table."),
+    ParamSpec("safety.contact_area", "double", 0.0,
+              "Contact area [m^2] for the pressure form of the limit (the smaller of the "
+              "force and pressure limits wins); 0: the force form only.", low=0.0),
+    ParamSpec("safety.points", "string_array", [],
+              "Extra monitored points besides every moving link's origin and the tip: "
+              "'link' or 'link:x,y,z' (m, in the link's axes)."),
+    ParamSpec("safety.markers", "bool", True,
+              "Publish ~/safety_markers (a sphere per monitored point coloured by its "
+              "ratio) while someone subscribes."),
 )
 
 SPECS: dict[str, ParamSpec] = {spec.name: spec for spec in PARAMETERS}
@@ -215,6 +240,7 @@ def check_values(values: Mapping[str, Any]) -> None:
             raise ParameterValueError(
                 name, f"has {v.size} values for {len(joints)} friction.joints "
                       "(must be empty or one per joint)")
+    safety_options(values)       # body model, region and points (nodes/safety_outputs.py)
 
 
 # --------------------------------------------------------------------------- model
@@ -244,6 +270,7 @@ def model_conflicts(values: Mapping[str, Any], model, urdf_links=None) -> dict[s
         if unknown:
             conflicts[name] = (f"joint {unknown[0]!r} is not a coordinate of the robot model "
                                f"(joints: {', '.join(model.joint_names)})")
+    conflicts.update(point_conflicts(values, frames))
     for name in ("observer.gains", "observer.enter_thresholds"):
         if len(values[name]) not in (1, model.n):
             conflicts[name] = (f"needs 1 value or one per joint ({model.n}: "

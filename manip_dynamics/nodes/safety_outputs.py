@@ -1,0 +1,238 @@
+"""The dynamics node's collaborative-safety outputs (ISO/TS 15066 power and force limiting).
+
+Plugged into ``DynamicsNode`` through its ``state_listeners`` hook. While
+``safety.enabled`` is true, for every computed state with velocities (at most
+``safety.rate`` Hz; 0: every one)::
+
+    ~/collision_safety  manip_dynamics_interfaces/CollisionSafety  per monitored point: link,
+                        position, speed, direction, effective mass along the motion,
+                        permissible speed for safety.body_region, ratio; the worst point;
+                        speed_scale; the standard's M/2 + m_L beside it
+    ~/speed_scale       std_msgs/Float64   min(1, 1 / max ratio), for a speed-scaled
+                        trajectory controller
+    ~/safety_markers    visualization_msgs/MarkerArray  a sphere per point coloured from
+                        green (ratio 0) to red (ratio >= 1), at most 10 Hz, while subscribed
+
+and the service ``~/check_trajectory_safety`` (CheckTrajectorySafety): a JointTrajectory's
+waypoints assessed, the scale s and the trajectory retimed by it. The computations are
+:mod:`manip_dynamics.safety` (docs/safety.md); the options ``safety.*`` are judged by
+:mod:`manip_dynamics.rules.safety_options` before they are applied.
+"""
+from __future__ import annotations
+
+import copy
+import threading
+import time
+import traceback
+
+import numpy as np
+from builtin_interfaces.msg import Duration
+from geometry_msgs.msg import Point, Vector3
+from std_msgs.msg import ColorRGBA, Float64, Header
+from visualization_msgs.msg import Marker, MarkerArray
+
+from manip_dynamics.core.errors import InputError, ManipDynamicsError
+from manip_dynamics.rules.safety_options import body_model, monitored_extra, options_from_values
+from manip_dynamics.rules.throttled_log import ThrottledLog
+from manip_dynamics.safety import SafetyMonitor, check_trajectory, default_points
+from manip_dynamics_interfaces.msg import CollisionSafety, SafetyPoint
+from manip_dynamics_interfaces.srv import CheckTrajectorySafety
+
+WARNING_PERIOD = 5.0
+MARKER_PERIOD = 0.1          # s: ~/safety_markers at most 10 Hz
+MARKER_DIAMETER = 0.05       # m
+SERVICE = "~/check_trajectory_safety"
+
+
+class SafetyOutputs:
+    """Publishers, the service and the SafetyMonitor of one DynamicsNode (module doc).
+    ``state()`` returns the node's current ``Applied`` (snapshot and parameter values)."""
+
+    def __init__(self, node, state):
+        self.node, self._state = node, state
+        self._lock = threading.Lock()
+        self._key = None              # (snapshot, values) the monitor was built for
+        self._monitor = self._options = None
+        self._last = self._last_markers = -np.inf
+        self._log = ThrottledLog(node.get_logger(), WARNING_PERIOD)
+        self.safety_pub = node.create_publisher(CollisionSafety, "~/collision_safety", 10)
+        self.scale_pub = node.create_publisher(Float64, "~/speed_scale", 10)
+        self.markers_pub = node.create_publisher(MarkerArray, "~/safety_markers", 10)
+        node.create_service(CheckTrajectorySafety, SERVICE, self.on_request)
+        node.state_listeners.append(self.on_state)
+
+    def _current(self, payload_mass=0.0, region=None, contact_area=None):
+        """(monitor, options) for the node's current state; a new monitor only when the
+        snapshot or the parameter values changed (or for a request's own choices)."""
+        applied = self._state()
+        if applied.snapshot is None:
+            raise InputError("no robot model yet")
+        key = (applied.snapshot, applied.values)
+        if key != self._key:
+            options = options_from_values(applied.values)
+            self._monitor = self._build(applied.snapshot, options, options.region,
+                                        options.contact_area)
+            self._key, self._options = key, options
+        if payload_mass == 0 and region is None and contact_area is None:
+            return self._monitor, self._options
+        return self._build(applied.snapshot, self._options, region or self._options.region,
+                           contact_area or self._options.contact_area, payload_mass), \
+            self._options
+
+    @staticmethod
+    def _build(snapshot, options, region, contact_area, payload_mass=0.0):
+        model = snapshot.model
+        if payload_mass:
+            model = _with_extra_point_mass(model, snapshot.tip_frame, payload_mass)
+        points = default_points(model, snapshot.tip_frame, monitored_extra(options))
+        return SafetyMonitor(model, points, region, contact_area)
+
+    # ------------------------------------------------------------------ states
+    def on_state(self, snapshot, msg, q, qd, terms) -> None:
+        """The state listener: assess one computed state with velocities."""
+        if qd is None or not self._state().values["safety.enabled"]:
+            return
+        now = time.monotonic()
+        with self._lock:
+            try:
+                monitor, options = self._current()
+                if options.rate > 0 and now - self._last < 1.0 / options.rate:
+                    return
+                self._last = now
+                result = monitor.assess(q, qd)
+            except ManipDynamicsError as exc:
+                self._log("warning", "safety:" + type(exc).__name__,
+                          f"~/collision_safety not published: {exc}")
+                return
+        header = Header(stamp=msg.header.stamp, frame_id=snapshot.model.root_link)
+        self.safety_pub.publish(_safety_message(header, options, monitor, result))
+        self.scale_pub.publish(Float64(data=float(result.speed_scale)))
+        if (options.markers and now - self._last_markers >= MARKER_PERIOD
+                and self.markers_pub.get_subscription_count()):
+            self._last_markers = now
+            self.markers_pub.publish(_markers(header, result))
+
+    # ------------------------------------------------------------------ service
+    def on_request(self, request, response):
+        try:
+            self._answer(request, response)
+        except (ManipDynamicsError, ValueError) as exc:
+            response.success, response.message = False, f"{SERVICE}: {exc}"
+        except Exception as exc:
+            self.node.get_logger().error(f"{SERVICE} failed:\n" + traceback.format_exc())
+            response.success = False
+            response.message = f"{SERVICE}: internal error: {type(exc).__name__}: {exc}"
+        return response
+
+    def _answer(self, request, response):
+        with self._lock:
+            monitor, options = self._current()
+            region = (monitor.region if not request.body_region
+                      else body_model(self._state().values["safety.body_model"])[
+                          request.body_region])
+            if request.payload_mass < 0 or not np.isfinite(request.payload_mass):
+                raise InputError(f"payload_mass must be finite and >= 0 (kg), got "
+                                 f"{request.payload_mass}")
+            if request.contact_area < 0 or not np.isfinite(request.contact_area):
+                raise InputError(f"contact_area must be finite and >= 0 (m^2), got "
+                                 f"{request.contact_area}")
+            monitor = self._build(self._state().snapshot, options, region,
+                                  request.contact_area or options.contact_area,
+                                  request.payload_mass)
+        traj = request.trajectory
+        P, V, A, t = _waypoints(monitor.kinematics.model, traj)
+        check = check_trajectory(monitor, P, V, t, A)
+        labels = [p.label for p in monitor.points]
+        response.worst_point = [labels[i] for i in check.worst]
+        response.ratio = [float(x) for x in check.ratio]
+        response.scale = float(check.scale)
+        response.retimed = _retimed(traj, monitor.kinematics.model, check)
+        response.success = True
+        response.message = (f"{len(P)} waypoints, body region {region.key}: max ratio "
+                            f"{check.ratio.max():.3g} at waypoint {int(check.ratio.argmax())} "
+                            f"({response.worst_point[int(check.ratio.argmax())]}); "
+                            + ("compliant as planned" if check.scale == 1.0
+                               else f"retimed {check.scale:.3g}x slower"))
+
+
+def _with_extra_point_mass(model, frame, mass):
+    """model with ``mass`` kg added as a point at ``frame``'s origin to the payload there
+    (combined by the parallel-axis theorem)."""
+    m0, c0, I0 = model.payloads.get(frame, (0.0, np.zeros(3), np.zeros((3, 3))))
+    m = m0 + mass
+    c = m0 * np.asarray(c0) / m
+    d0, d1 = np.asarray(c0) - c, -c
+    shift = (lambda mm, d: mm * (d @ d * np.eye(3) - np.outer(d, d)))
+    return model.with_payload(frame, m, c, np.asarray(I0) + shift(m0, d0) + shift(mass, d1))
+
+
+def _waypoints(model, traj):
+    """(positions, velocities, accelerations or None, times) in model order."""
+    names = list(traj.joint_names)
+    missing = [j for j in model.joint_names if j not in names]
+    if missing:
+        raise InputError(f"trajectory.joint_names lacks joint(s) {', '.join(missing)}")
+    if not traj.points:
+        raise InputError("trajectory has no points")
+    index = [names.index(j) for j in model.joint_names]
+    P, V, A, t = [], [], [], []
+    for k, pt in enumerate(traj.points):
+        for field, out in (("positions", P), ("velocities", V)):
+            values = getattr(pt, field)
+            if len(values) != len(names):
+                raise InputError(f"trajectory.points[{k}].{field} has {len(values)} values "
+                                 f"for {len(names)} joint_names")
+            out.append([values[i] for i in index])
+        if len(pt.accelerations) == len(names):
+            A.append([pt.accelerations[i] for i in index])
+        t.append(pt.time_from_start.sec + 1e-9 * pt.time_from_start.nanosec)
+    acc = np.array(A) if len(A) == len(P) else None
+    return np.array(P), np.array(V), acc, np.array(t)
+
+
+def _retimed(traj, model, check):
+    """The request's trajectory with times x s, velocities / s, accelerations / s^2 (every
+    joint of the request, also those the model does not know)."""
+    out = copy.deepcopy(traj)
+    s = check.scale
+    for k, pt in enumerate(out.points):
+        ns = int(round(check.time_from_start[k] * 1e9))
+        pt.time_from_start = Duration(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000)
+        pt.velocities = [float(v) / s for v in pt.velocities]
+        pt.accelerations = [float(a) / s ** 2 for a in pt.accelerations]
+    return out
+
+
+def _safety_message(header, options, monitor, result):
+    mo = result.motion
+    msg = CollisionSafety(header=header, body_region=monitor.region.key,
+                          contact_area=float(monitor.contact_area or 0.0),
+                          worst=int(result.worst), speed_scale=float(result.speed_scale),
+                          simplified_robot_mass=float(result.simplified_mass),
+                          simplified_permissible_speed=float(result.simplified_v_max))
+    msg.points = [SafetyPoint(
+        link=p.link, label=p.label,
+        position=Point(x=float(mo.position[i, 0]), y=float(mo.position[i, 1]),
+                       z=float(mo.position[i, 2])),
+        speed=float(mo.speed[i]),
+        direction=Vector3(x=float(mo.direction[i, 0]), y=float(mo.direction[i, 1]),
+                          z=float(mo.direction[i, 2])),
+        effective_mass=float(mo.effective_mass[i]),
+        permissible_speed=float(result.v_max[i]), ratio=float(result.ratio[i]))
+        for i, p in enumerate(monitor.points)]
+    return msg
+
+
+def _markers(header, result):
+    """A sphere per monitored point: green (ratio 0) to red (ratio >= 1)."""
+    array = MarkerArray()
+    for i, (pos, ratio) in enumerate(zip(result.motion.position, result.ratio)):
+        x = float(min(max(ratio, 0.0), 1.0))
+        m = Marker(header=header, ns="safety_points", id=i, type=Marker.SPHERE,
+                   action=Marker.ADD)
+        m.pose.position = Point(x=float(pos[0]), y=float(pos[1]), z=float(pos[2]))
+        m.pose.orientation.w = 1.0
+        m.scale = Vector3(x=MARKER_DIAMETER, y=MARKER_DIAMETER, z=MARKER_DIAMETER)
+        m.color = ColorRGBA(r=x, g=1.0 - x, b=0.0, a=0.9)
+        array.markers.append(m)
+    return array

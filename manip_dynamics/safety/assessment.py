@@ -1,0 +1,117 @@
+"""Power and force limiting along a motion: each monitored point's speed against its limit.
+
+For one state and a body region (ISO/TS 15066, transient contact), every monitored point i
+gets its effective mass m_i along its motion (:mod:`.points`), the permissible speed
+v_max,i = F_T / sqrt(mu_i k) with mu_i = (1/m_H + 1/m_i)^-1 (:mod:`.limits`), and the ratio
+rho_i = |v_i| / v_max,i (> 1: too fast for that region). Scaling every joint velocity by s
+scales every |v_i| by s and leaves each direction, m_i and v_max,i unchanged, so the largest
+uniform speed factor that keeps every point within its limit is
+
+    speed_scale = min(1, min_i v_max,i / |v_i|) = min(1, 1 / max_i rho_i).
+
+A trajectory (waypoints q_k, qd_k at times t_k) is compliant after retiming by
+s = max(1, max_k,i rho_k,i): times t_k s, velocities qd_k / s, accelerations qdd_k / s^2
+(the same path, s times slower).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..core.errors import InputError
+from .limits import permissible_speed, simplified_robot_mass
+from .points import PointKinematics
+
+
+@dataclass
+class SafetyState:
+    """One state's assessment: motion (PointMotion), v_max (P,) m/s, ratio (P,), worst (index
+    of the largest ratio), speed_scale in [0, 1], and the standard's shortcut for comparison:
+    simplified_mass m_R = M/2 + m_L (kg) and simplified_v_max (m/s)."""
+    motion: object
+    v_max: np.ndarray
+    ratio: np.ndarray
+    worst: int
+    speed_scale: float
+    simplified_mass: float
+    simplified_v_max: float
+
+
+class SafetyMonitor:
+    """Speed limits of a model's monitored points for one body region (see module doc).
+
+    model: a RobotModel (payloads included through ``with_payload``); points: a list of
+    MonitoredPoint (``default_points``); region: a BodyRegion; contact_area (m^2, optional):
+    use the pressure form as well (the smaller limit wins)."""
+
+    def __init__(self, model, points, region, contact_area=None):
+        self.kinematics = PointKinematics(model, points)
+        self.region = region
+        self.contact_area = contact_area
+        self.simplified_mass = simplified_robot_mass(model)
+        self.simplified_v_max = float(permissible_speed(region, self.simplified_mass,
+                                                        contact_area))
+
+    @property
+    def points(self):
+        return self.kinematics.points
+
+    def assess(self, q, qd):
+        """SafetyState at (q, qd) (n,) each."""
+        motion = self.kinematics.motion(q, qd)
+        v_max = permissible_speed(self.region, motion.effective_mass, self.contact_area)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = np.where(motion.speed > 0, motion.speed / v_max, 0.0)
+        worst = int(np.argmax(ratio))
+        top = float(ratio[worst])
+        scale = 1.0 if top <= 1.0 else 1.0 / top
+        return SafetyState(motion, v_max, ratio, worst, scale, self.simplified_mass,
+                           self.simplified_v_max)
+
+
+@dataclass
+class TrajectoryCheck:
+    """Per waypoint (K): worst point index and its ratio; scale s >= 1 (1: compliant as is);
+    the retimed time_from_start (K,) s, velocities (K, n), accelerations (K, n) or None."""
+    worst: np.ndarray
+    ratio: np.ndarray
+    scale: float
+    time_from_start: np.ndarray
+    velocities: np.ndarray
+    accelerations: np.ndarray | None
+
+
+def check_trajectory(monitor, positions, velocities, time_from_start, accelerations=None):
+    """Assess every waypoint and retime the trajectory by s = max(1, max ratio) (module doc).
+
+    positions, velocities (K, n) rad or m and rad/s or m/s; time_from_start (K,) s,
+    non-decreasing; accelerations (K, n) or None."""
+    n = monitor.kinematics.model.n
+    P = _waypoints(positions, "positions", n)
+    V = _waypoints(velocities, "velocities", n, len(P))
+    t = np.asarray(time_from_start, dtype=float)
+    if t.shape != (len(P),) or not np.isfinite(t).all() or (np.diff(t) < 0).any():
+        raise InputError(f"time_from_start must be {len(P)} finite non-decreasing times (s)")
+    A = None if accelerations is None else _waypoints(accelerations, "accelerations", n, len(P))
+    worst = np.empty(len(P), dtype=int)
+    ratio = np.empty(len(P))
+    for k in range(len(P)):
+        s = monitor.assess(P[k], V[k])
+        worst[k], ratio[k] = s.worst, s.ratio[s.worst]
+    scale = max(1.0, float(ratio.max()))
+    return TrajectoryCheck(worst, ratio, scale, t * scale, V / scale,
+                           None if A is None else A / scale ** 2)
+
+
+def _waypoints(x, name, n, count=None):
+    a = np.asarray(x, dtype=float)
+    if a.ndim != 2 or a.shape[1] != n or (count is not None and a.shape[0] != count):
+        want = f"({count if count is not None else 'K'}, {n})"
+        raise InputError(f"{name} must have shape {want}, got {a.shape}")
+    if len(a) == 0:
+        raise InputError(f"{name} has no waypoints")
+    if not np.isfinite(a).all():
+        k, j = np.argwhere(~np.isfinite(a))[0]
+        raise InputError(f"{name}[{k}][{j}] is {a[k, j]}: must be finite")
+    return a
