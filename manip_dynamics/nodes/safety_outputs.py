@@ -88,7 +88,7 @@ class SafetyOutputs:
         return SafetyMonitor(model, points, region, contact_area)
 
     # ------------------------------------------------------------------ states
-    def on_state(self, snapshot, msg, q, qd, terms) -> None:
+    def on_state(self, snapshot, msg, q, qd, terms, momentum=None) -> None:
         """The state listener: assess one computed state with velocities."""
         if qd is None or not self._state().values["safety.enabled"]:
             return
