@@ -42,6 +42,7 @@ EXTRAS = {
     "plots": ["matplotlib>=3.11", "pillow>=13"],    # figures, the demo's GIF
     "xacro": ["xacro>=2.1"],
     "equations": ["sympy>=1.14"],
+    "safety": ["PyYAML>=6.0"],                     # the ISO/TS 15066 body model (YAML)
 }
 EXTRAS["all"] = sorted({r for reqs in EXTRAS.values() for r in reqs})
 # colcon test runs pytest when extras_require["test"] names it; the rest is the suite's

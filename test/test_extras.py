@@ -109,8 +109,20 @@ def test_everything_optional_blocked(tmp_path):
                                  "'--out', 'b.urdf', '--no-plot']))"),
         ("nodes", "import manip_dynamics.nodes.dynamics_node"),
         ("demo", "from manip_dynamics.demo import main\nmain([])"),
+        ("equations", "import manip_dynamics.equations"),
+        ("consistent fit", "import numpy as np\n"
+                           "from manip_dynamics.core.consistent_fit import consistent_fit\n"
+                           "consistent_fit(np.eye(10), np.ones(10), 0.0, np.ones(10), 1)"),
+        ("body model", "from manip_dynamics.safety import BodyModel\nBodyModel.load()"),
+        ("safety core", "import manip_dynamics.safety"),
     ]
     res = run_blocked(OPTIONAL, cases, tmp_path)
+    assert res["safety core"][0] is None, res["safety core"]
+    assert_missing_extra(res["equations"], "manip_dynamics.equations", "sympy", "equations")
+    assert_missing_extra(res["consistent fit"], "manip_dynamics.core.consistent_fit", "cvxpy",
+                         "identification")
+    assert_missing_extra(res["body model"], "manip_dynamics.safety.body_model", "yaml",
+                         "safety")
     for m in ROS_FREE + ["core works"]:
         assert res[m][0] is None, (m, res[m])
     assert res["loaded"][1] == [], res["loaded"]

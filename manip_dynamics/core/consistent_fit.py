@@ -39,6 +39,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .errors import InputError
+from .extras import import_extra
 from .regressor import pseudo_inertia
 
 _PSD_VEC = np.stack([pseudo_inertia(e).ravel() for e in np.eye(10)], axis=1)   # (16, 10)
@@ -115,7 +116,7 @@ def consistent_fit(A, z, rho, prior, nb, margin=1e-6, start=None):
     friction magnitudes scale the friction columns (the prior's friction is often 0, and
     the friction torque of a small arm can dwarf its inertial torques). InputError if no
     solver finds the optimum."""
-    import cvxpy as cp
+    cp = import_extra("cvxpy", __name__)
 
     A, z, prior = (np.asarray(a, dtype=float) for a in (A, z, prior))
     p = A.shape[1]
@@ -155,7 +156,7 @@ def _solve(problem, solvers):
     ``solvers`` that reaches an optimum; the variables hold the solution. InputError if
     none does. Through cvxpy's get_problem_data / solve_via_data / unpack_results rather
     than Problem.solve: solve() keeps neither Clarabel's dual objective nor SCS's."""
-    import cvxpy as cp
+    cp = import_extra("cvxpy", __name__)
 
     tried = []
     for solver in solvers:

@@ -33,6 +33,7 @@ EXTRAS = {
     "scs": "identification",
     "xacro": "xacro",                # xacro robot descriptions
     "sympy": "equations",            # closed-form equations of motion
+    "yaml": "safety",                # (PyYAML) the ISO/TS 15066 body model of manip_dynamics.safety
 }
 
 #: what the ROS 2 parts import that only a ROS 2 environment provides

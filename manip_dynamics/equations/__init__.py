@@ -10,9 +10,12 @@ May import: numpy, sympy, and :mod:`manip_dynamics.core` (its URDF parser and mo
 structure, its error classes). Never rclpy or anything of ROS: it is a tool for a desk and
 a microcontroller, not a node.
 """
-from .budget import Budget, DerivationTimeout
-from .chain import MAX_JOINTS, Chain, ChainBody, serial_chain
-from .derive import Equations, christoffel_symbols, derive
+from ..core.extras import require_extras
+
+require_extras(__name__, "sympy")     # one line naming the extra, before sympy is imported
+from .budget import Budget, DerivationTimeout  # noqa: E402
+from .chain import MAX_JOINTS, Chain, ChainBody, serial_chain  # noqa: E402
+from .derive import Equations, christoffel_symbols, derive  # noqa: E402
 
 __all__ = ["Budget", "DerivationTimeout", "MAX_JOINTS", "Chain", "ChainBody", "serial_chain",
            "Equations", "christoffel_symbols", "derive"]

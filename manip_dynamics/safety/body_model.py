@@ -17,6 +17,7 @@ import pathlib
 from dataclasses import dataclass
 
 from ..core.errors import InputError
+from ..core.extras import import_extra
 
 DEFAULT_BODY_MODEL = pathlib.Path(__file__).with_name("iso_ts_15066.yaml")
 
@@ -81,7 +82,7 @@ class BodyModel:
     def load(cls, path=None):
         """Read a body-model YAML (default: the packaged ISO/TS 15066 table). Every value is
         checked (finite, > 0; factor >= 1 or null); errors name the file, region and field."""
-        import yaml                       # (PyYAML: only needed to read a body model)
+        yaml = import_extra("yaml", __name__)     # (PyYAML: only to read a body model)
         path = pathlib.Path(path) if path is not None else DEFAULT_BODY_MODEL
         try:
             doc = yaml.safe_load(path.read_text())
