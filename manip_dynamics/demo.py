@@ -291,14 +291,26 @@ def _phase_parameters(q0, model, friction):
             'coulomb_friction': [float(x) for x in coulomb]}
 
 
-def phases_of(scenario):
-    """The phases the demo plays for a scenario: the contact ones only with 'contact'."""
-    return PHASES + (CONTACT_PHASES if 'contact' in scenario else ())
+def phases_of(scenario, scale=1.0):
+    """The phases the demo plays for a scenario (seconds times ``scale``): the contact
+    ones only with 'contact' (the push with a 'force', the obstacle with an
+    'obstacle_size'), none the scenario's 'skipped' names."""
+    contact = scenario.get('contact', {})
+    have = {'pushed': 'force' in contact, 'obstacle': 'obstacle_size' in contact}
+    return tuple((name, mode, seconds * scale, friction)
+                 for name, mode, seconds, friction in PHASES + CONTACT_PHASES
+                 if have.get(name, True) and name not in scenario.get('skipped', {}))
 
 
-def run_phases(rec, scenario, procs, model):
+def played(scenario, names):
+    """The names of ``names`` the demo plays for ``scenario``."""
+    keep = {p[0] for p in phases_of(scenario)}
+    return [n for n in names if n in keep]
+
+
+def run_phases(rec, scenario, procs, model, scale=1.0):
     q0 = [float(v) for v in scenario['q0']]
-    phases = phases_of(scenario)
+    phases = phases_of(scenario, scale)
 
     def alive():
         for p in procs:
@@ -331,11 +343,12 @@ def run_phases(rec, scenario, procs, model):
         rec.wait(lambda: n_states() - start >= 5, 30, 'the released arm')
         rec.call(rec.reset_client, rec.Trigger.Request())
         if name == 'pushed':
-            rec.wait(lambda: n_states() - start >= int(contact['push_at'] * 100), 30,
+            rec.wait(lambda: n_states() - start >= int(contact['push_at'] * scale * 100), 30,
                      'the start of the push')
             rec.call(rec.wrench_client, rec.ApplyWrench.Request(
                 link=contact['link'], force=contact['force'], torque=[0.0] * 3,
-                point=contact['point'], duration=contact['push_for']), resend_every=None)
+                point=contact['point'], duration=contact['push_for'] * scale),
+                resend_every=None)
         rec.wait(lambda: n_states() - start >= int(seconds * 100), seconds * 4 + 10,
                  f'{seconds} s of joint_states in phase {name}')
         alive()
@@ -392,11 +405,11 @@ def analyse(rec, model, scenario, tip):
         states, refs, dyns = list(rec.joint_states), list(rec.reference), list(rec.dynamics)
         truth = list(rec.truth)
     out, series = {}, {}
-    for name, _, _, _ in PHASES:
+    for name in played(scenario, [p[0] for p in PHASES]):
         rows = [s for s in states if s[0] == name]
         out[name], series[name] = _phase_numbers(
             rows, [e for p, _, e in truth if p == name], model, q0, tip)
-    for name in TRACKED:
+    for name in played(scenario, TRACKED):
         numbers, curves = _tracking_numbers(states, refs, name)
         out[name].update(numbers)
         series[name].update(curves)
@@ -435,7 +448,7 @@ def contact_series(rec, name):
                 contact=[contact[s] for s in stamps])
 
 
-def contact_numbers(rec, model, scenario):
+def contact_numbers(rec, model, scenario, time_scale=1.0):
     """Per contact phase: detection delay, isolated vs true link, estimation error; for the
     contact-free tracking phase: false detections and the peak |r|."""
     from manip_dynamics.core.contact import arm_topology
@@ -444,7 +457,7 @@ def contact_numbers(rec, model, scenario):
     free = contact_series(rec, 'tracking')
     out['tracking'] = dict(samples=len(free['t']), peak_residual=float(np.abs(free['r']).max()),
                            false_detections=int(sum(c[2] for c in free['contact'])))
-    for name in CONTACT_PHASE_NAMES:
+    for name in played(scenario, CONTACT_PHASE_NAMES):
         s = series[name] = contact_series(rec, name)
         hit = np.abs(s['truth']).max(axis=1) > 0
         k0 = int(np.argmax(hit)) - 1                 # the last sample before tau_ext != 0
@@ -453,7 +466,7 @@ def contact_numbers(rec, model, scenario):
         loaded = np.flatnonzero(np.abs(s['truth'][k0 + 1:]).max(axis=0) > 0)
         if name == 'pushed':
             steady = np.arange(k0 + int(np.ceil(5 / K_O * 100)),
-                               k0 + int(scenario['contact']['push_for'] * 100))
+                               k0 + int(scenario['contact']['push_for'] * time_scale * 100))
         else:                                        # resting on the box: the last 0.5 s
             steady = np.arange(len(s['t']) - 50, len(s['t']))
         scale = np.abs(s['truth'][steady]).max()
@@ -474,9 +487,10 @@ def plot_contact(series, numbers, names, path):
     import matplotlib
     matplotlib.use('Agg')
     import matplotlib.pyplot as plt
-    fig, axes = plt.subplots(2, len(CONTACT_PHASE_NAMES), figsize=(16, 8), sharex='col')
-    colors = plt.cm.tab10(np.arange(len(names)))
-    for col, name in enumerate(CONTACT_PHASE_NAMES):
+    shown = [name for name in CONTACT_PHASE_NAMES if name in numbers]
+    fig, axes = plt.subplots(2, len(shown), figsize=(16, 8), sharex='col', squeeze=False)
+    colors = plt.cm.tab10(np.arange(len(names)) % 10)
+    for col, name in enumerate(shown):
         s, n = series[name], numbers[name]
         for j in range(len(names)):
             axes[0, col].plot(s['t'], s['truth'][:, j], '--', color=colors[j], lw=1.2)
@@ -526,7 +540,19 @@ def save_recording(rec, path):
         dynamics_phase=phase_index(dyn), dynamics_stamp=np.array([r[1] for r in dyn]))
 
 
+def print_skipped_table(summary, names):
+    """The table of a run with skipped hold / tracking phases: what ran, what did not."""
+    print(f"\nclosed-loop demo: {summary['robot']} ({len(names)} joints)")
+    for key in ('released', 'gravity', 'tracking', 'friction'):
+        if key in summary:
+            print(f"{key:<10} max |q-q0| {summary[key]['max_deviation_rad']:.3g} rad")
+        else:
+            print(f"{key:<10} skipped: {summary['skipped'][key]}")
+
+
 def print_table(summary, names):
+    if not all(k in summary for k in ('released', 'gravity', 'tracking', 'friction')):
+        return print_skipped_table(summary, names)
     r, g, t, f = (summary[k] for k in ('released', 'gravity', 'tracking', 'friction'))
     print()
     print(f"closed-loop demo: {summary['robot']} ({len(names)} joints) on MuJoCo "
@@ -553,13 +579,13 @@ def print_table(summary, names):
     print(f"tracking RMS error per joint (rad), friction on:  {_fmt(f['rms_error_per_joint'])}")
 
 
-def print_contact_table(c):
+def print_contact_table(c, enter='0.2 N*m'):
     """The contact phases: what the dynamics node's observer saw against MuJoCo's truth."""
     t = c['tracking']
-    print(f"contact awareness (dynamics_node's observer, K_O = {K_O:g} 1/s, enter 0.2 N*m):")
+    print(f"contact awareness (dynamics_node's observer, K_O = {K_O:g} 1/s, enter {enter}):")
     print(f"  tracking   no contact: {t['false_detections']} false detections over "
           f"{t['samples']} samples, peak |r| {t['peak_residual']:.1e} N*m")
-    for name in CONTACT_PHASE_NAMES:
+    for name in [k for k in CONTACT_PHASE_NAMES if k in c]:
         n = c[name]
         print(f"  {name:<10} detected {n['detection_ms']:.0f} ms after the onset, isolated "
               f"{n['isolated_link']} (true {n['true_link']}; at the detecting sample "
@@ -572,8 +598,9 @@ def plot_closed_loop(series, names, path):
     import matplotlib
     matplotlib.use('Agg')
     import matplotlib.pyplot as plt
-    fig, axes = plt.subplots(3, len(PHASES), figsize=(20, 10), sharex='col')
-    for col, (phase, _, _, _) in enumerate(PHASES):
+    shown = [p[0] for p in PHASES if p[0] in series]
+    fig, axes = plt.subplots(3, len(shown), figsize=(20, 10), sharex='col', squeeze=False)
+    for col, phase in enumerate(shown):
         s = series[phase]
         axes[0, col].set_title(TITLES[phase])
         axes[0, col].plot(s['t'], s['q'])
@@ -672,7 +699,8 @@ def render_pictures(rec, urdf_xml, model, scenario, out_dir, fps=6.0):
     with rec.lock:
         states = list(rec.joint_states)
     frames, labels, finals = [], [], []
-    for name, _, _, _ in PHASES:
+    shown = played(scenario, [p[0] for p in PHASES])
+    for name in shown:
         rows = [s for s in states if s[0] == name]
         step = max(1, int(round(100 / fps)))
         picked = rows[::step] + [rows[-1]]
@@ -684,24 +712,30 @@ def render_pictures(rec, urdf_xml, model, scenario, out_dir, fps=6.0):
         finals.append(shots[-1])
     renderer.close()
     png, gif = out_dir / 'arm_phases.png', out_dir / 'arm_demo.gif'
-    render.save_png(render.montage(finals, [TITLES[p[0]] + ' (end)' for p in PHASES], 2), png)
+    render.save_png(render.montage(finals, [TITLES[p] + ' (end)' for p in shown], 2), png)
     render.save_gif(frames, labels, gif, fps=fps)
     return [png, gif]
 
 
 def _start_nodes(args, q0, log_dir, scenario):
     sim = {'robot': args.robot, 'initial_positions': q0, 'paused': 'true',
+           'urdf_file': str(args.urdf_file or ''),
            'viscous_friction': '[0.0]', 'coulomb_friction': '[0.0]', 'lockstep': 'true',
            'lockstep_timeout': '2.0', 'floor_height': repr(float(scenario['floor_height'])),
            # a controller late on a loaded machine must not make the plant drop the arm
            'command_timeout': '5.0'}
     contact = scenario.get('contact')
-    if contact:
+    if contact and 'obstacle_size' in contact:
         sim.update(obstacle_size=str(contact['obstacle_size']),
                    obstacle_position=str(contact['obstacle_position']))
+    observer = dict(OBSERVER)
+    if 'thresholds' in scenario:               # an arm of --urdf: sized from its model
+        sim['collision_radius'] = repr(scenario['collision_radius'])
+        observer['observer.enter_thresholds'] = str(scenario['thresholds'])
+        observer['tip_link'] = scenario['tip']
     return [
         _start('manip_dynamics.nodes.arm_simulator', sim, log_dir, 'arm_simulator'),
-        _start('manip_dynamics.nodes.dynamics_node', OBSERVER, log_dir, 'dynamics_node'),
+        _start('manip_dynamics.nodes.dynamics_node', observer, log_dir, 'dynamics_node'),
         _start('manip_dynamics.nodes.computed_torque_controller', {'mode': 'gravity'},
                log_dir, 'computed_torque_controller'),
     ]
@@ -716,7 +750,7 @@ def _run(args, scenario, model, log_dir):
         rec = Recorder()
         rec.wait_until_running(procs, log_dir, 60.0)
         rec.t_ready = time.monotonic()
-        run_phases(rec, scenario, procs, model)
+        run_phases(rec, scenario, procs, model, args.time_scale)
     finally:
         if rec is not None:
             rec.close()
@@ -725,53 +759,109 @@ def _run(args, scenario, model, log_dir):
     return rec
 
 
-def main(argv=None):
+def _parser():
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('--robot', default='panda', choices=sorted(SCENARIOS))
+    parser.add_argument('--urdf', default=None, metavar='PATH',
+                        help='your arm: a URDF or xacro file (instead of --robot); pose, '
+                             'reference, push, obstacle and thresholds chosen from its model')
+    parser.add_argument('--tip', default=None, help="task frame (default: the model's tip)")
+    parser.add_argument('--xacro-arg', action='append', default=[], metavar='NAME:=VALUE',
+                        help='argument of a xacro --urdf (repeatable)')
+    parser.add_argument('--package-path', action='append', default=[], metavar='DIR',
+                        help='where package:// and $(find pkg) look first (repeatable)')
+    parser.add_argument('--time-scale', type=float, default=1.0,
+                        help='every phase lasts this times its usual simulated time')
     parser.add_argument('--output', default='demo_output')
     parser.add_argument('--no-render', action='store_true', help='skip the MuJoCo pictures')
-    args = parser.parse_args(argv)
+    parser.add_argument('--no-plots', action='store_true',
+                        help='no figures at all (implies --no-render): the numbers only')
+    return parser
+
+
+def _robot(args, out_dir):
+    """(robot name, RobotModel, URDF text, scenario, tip) of --robot or --urdf."""
+    from manip_dynamics.sim.plants import load_robot
+    args.urdf_file = None
+    if not args.urdf:
+        model, urdf_xml = load_robot(args.robot, '')
+        return args.robot, model, urdf_xml, SCENARIOS[args.robot], model.default_tip
+    from manip_dynamics.demo_scenario import scenario_for
+    model, urdf_xml = load_robot('', args.urdf, args.xacro_arg, args.package_path)
+    tip = args.tip or model.default_tip
+    if tip not in model.frame_names:
+        raise SystemExit(f'--tip: no link {tip!r} in {args.urdf} (links: '
+                         f'{", ".join(model.frame_names)})')
+    args.urdf_file = (out_dir / 'robot.urdf').resolve()    # the expanded description
+    args.urdf_file.write_text(urdf_xml, encoding='utf-8')
+    scenario = dict(scenario_for(model, tip, urdf_xml), tip=tip)
+    for phase, why in scenario['skipped'].items():
+        print(f'skipping phase {phase}: {why}')
+    name = Path(args.urdf).name.split('.')[0]
+    return name, model, urdf_xml, scenario, tip
+
+
+def _figures(args, rec, model, urdf_xml, scenario, tip, out_dir, summary, series, tracked):
+    """The figures (none with --no-plots); the written paths."""
+    names = list(model.joint_names)
+    if args.no_plots:
+        return []
+    plot_closed_loop(series, names, out_dir / 'closed_loop.png')
+    summary['ellipsoid_eigenvalues_kg'] = plot_ellipsoids(tracked, model, tip,
+                                                          out_dir / 'inertia_ellipsoids.png')
+    written = [out_dir / 'closed_loop.png', out_dir / 'inertia_ellipsoids.png']
+    if summary.get('contact'):
+        plot_contact(summary['contact_series'], summary['contact'], names,
+                     out_dir / 'contact.png')
+        written.append(out_dir / 'contact.png')
+    if not args.no_render:
+        written += render_pictures(rec, urdf_xml, model, scenario, out_dir)
+    return written
+
+
+def main(argv=None):
+    args = _parser().parse_args(argv)
     _ros_environment()
     t_start = time.monotonic()
 
-    from manip_dynamics.sim.plants import load_robot   # first: selects MUJOCO_GL=egl
+    import manip_dynamics.sim  # noqa: F401  first: selects MUJOCO_GL=egl
     import mujoco  # noqa: E402  (after manip_dynamics.sim on purpose)
 
     out_dir = Path(args.output)
     log_dir = out_dir / 'logs'
     log_dir.mkdir(parents=True, exist_ok=True)
-    scenario = SCENARIOS[args.robot]
-    model, urdf_xml = load_robot(args.robot, '')
-    tip = model.default_tip
+    robot, model, urdf_xml, scenario, tip = _robot(args, out_dir)
     names = list(model.joint_names)
     rec = _run(args, scenario, model, log_dir)
     t_ready = rec.t_ready - t_start
 
     summary, series, tracked = analyse(rec, model, scenario, tip)
     save_recording(rec, out_dir / 'recording.npz')
-    summary.update(robot=args.robot, joint_names=names, tip_frame=tip,
+    summary.update(robot=robot, joint_names=names, tip_frame=tip,
                    mujoco_version=mujoco.__version__,
                    ros_domain_id=int(os.environ['ROS_DOMAIN_ID']),
                    start_pose=scenario['q0'], amplitude=scenario['amplitude'],
                    frequency_hz=scenario['frequency'], startup_s=round(t_ready, 2))
-    plot_closed_loop(series, names, out_dir / 'closed_loop.png')
-    if 'contact' in scenario:
-        summary['contact'], contact = contact_numbers(rec, model, scenario)
-        plot_contact(contact, summary['contact'], names, out_dir / 'contact.png')
-    summary['ellipsoid_eigenvalues_kg'] = plot_ellipsoids(tracked, model, tip,
-                                                          out_dir / 'inertia_ellipsoids.png')
-    written = [out_dir / 'closed_loop.png', out_dir / 'inertia_ellipsoids.png']
-    if 'contact' in scenario:
-        written.append(out_dir / 'contact.png')
-    if not args.no_render:
-        written += render_pictures(rec, urdf_xml, model, scenario, out_dir)
+    if args.urdf:
+        summary.update(urdf=str(args.urdf), skipped=scenario['skipped'], scenario={
+            k: scenario[k] for k in ('floor_height', 'collision_radius', 'thresholds',
+                                     'reach_m', 'torque_scale', 'contact')})
+    if played(scenario, CONTACT_PHASE_NAMES):
+        summary['contact'], summary['contact_series'] = contact_numbers(
+            rec, model, scenario, args.time_scale)
+    written = _figures(args, rec, model, urdf_xml, scenario, tip, out_dir, summary, series,
+                       tracked)
+    summary.pop('contact_series', None)
     summary['pictures'] = [p.name for p in written]
     summary['wall_time_s'] = round(time.monotonic() - t_start, 2)
     (out_dir / 'summary.json').write_text(json.dumps(summary, indent=2))
     print_table(summary, names)
     if 'contact' in summary:
-        print_contact_table(summary['contact'])
-    print(f"wrote {', '.join(str(p) for p in written)}, {out_dir / 'summary.json'} in "
+        print_contact_table(summary['contact'], '0.2 N*m' if not args.urdf else
+                            '1 % of each joint\'s torque scale')
+    for phase, why in summary.get('skipped', {}).items():
+        print(f'skipped phase {phase}: {why}')
+    print(f"wrote {', '.join(str(p) for p in written + [out_dir / 'summary.json'])} in "
           f"{summary['wall_time_s']:.1f} s (startup {t_ready:.1f} s)")
     return 0
 
