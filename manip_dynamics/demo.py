@@ -149,7 +149,7 @@ class Recorder:
         from manip_dynamics_interfaces.srv import ApplyWrench
 
         self.context = rclpy.Context()
-        rclpy.init(context=self.context)
+        rclpy.init(context=self.context, args=[])   # not sys.argv: --xacro-arg a:=b
         self.node = rclpy.create_node('demo_recorder', context=self.context)
         self.lock = threading.Lock()
         self.phase = None
@@ -680,17 +680,50 @@ def plot_ellipsoids(tracked, model, tip, path, count=6):
     return [[float(x) for x in m] for m in masses]
 
 
-def render_pictures(rec, urdf_xml, model, scenario, out_dir, fps=6.0):
+def picture_model(urdf_xml, model, scenario, visuals=None):
+    """(MjModel, qpos addresses in model order) of the scene to render: the plant's
+    capsules; with ``visuals`` = dict(package_paths, base_dir), the URDF's visual shapes
+    instead when every one of them was found (sim/visuals.py), saying which in one line."""
+    import mujoco
+
+    from manip_dynamics.sim.scene import SceneOptions, build_spec
+    from manip_dynamics.sim.visuals import add_visuals
+
+    options = SceneOptions(floor_height=scenario['floor_height'])
+    if 'thresholds' in scenario:               # an arm of --urdf: its radius, its box
+        contact = scenario['contact']
+        options.collision_radius = scenario['collision_radius']
+        options.obstacle_size = contact.get('obstacle_size')
+        options.obstacle_position = contact.get('obstacle_position', (0.5, 0.0, 0.2))
+    spec = build_spec(urdf_xml, model, options)
+    shown = 'capsules'
+    if visuals is not None:
+        added, missing = add_visuals(spec, urdf_xml, **visuals)
+        if added and not missing:
+            shown = 'visuals'
+            print(f'pictures: the URDF\'s {added} visual shapes')
+        else:
+            print('pictures: capsules along the links, not the URDF\'s visuals ('
+                  + (f'{len(missing)} not found, e.g. {missing[0]}' if missing else 'none')
+                  + '; --package-path DIR for package://)')
+    m = spec.compile()
+    if shown == 'visuals':
+        for g in range(m.ngeom):
+            if '_capsule' in (mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_GEOM, g) or ''):
+                m.geom_rgba[g, 3] = 0.0
+    jid = [mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, j) for j in model.joint_names]
+    return m, m.jnt_qposadr[jid].copy()
+
+
+def render_pictures(rec, urdf_xml, model, scenario, out_dir, fps=6.0, visuals=None):
     """``arm_phases.png`` (the arm at the end of each phase) and ``arm_demo.gif`` (every
     phase at ``fps`` frames per simulated second), rendered by MuJoCo offscreen from the
     recorded joint_states; returns the written paths, or [] after saying in one line why
-    rendering is unavailable."""
+    rendering is unavailable. ``visuals``: see :func:`picture_model`."""
     from manip_dynamics.sim import render
-    from manip_dynamics.sim.mujoco_plant import MujocoPlant
-    from manip_dynamics.sim.scene import SceneOptions
 
-    plant = MujocoPlant(urdf_xml, model, SceneOptions(floor_height=scenario['floor_height']))
-    renderer, why = render.open_renderer(plant.m)
+    m, qadr = picture_model(urdf_xml, model, scenario, visuals)
+    renderer, why = render.open_renderer(m)
     if renderer is None:
         print(f'no pictures of the arm: offscreen rendering unavailable ({why}); '
               f'see docs/simulation.md (make setup-render)')
@@ -704,8 +737,7 @@ def render_pictures(rec, urdf_xml, model, scenario, out_dir, fps=6.0):
         rows = [s for s in states if s[0] == name]
         step = max(1, int(round(100 / fps)))
         picked = rows[::step] + [rows[-1]]
-        shots = render.render_states(renderer, plant.m, plant.qadr, [r[2] for r in picked],
-                                     camera)
+        shots = render.render_states(renderer, m, qadr, [r[2] for r in picked], camera)
         t0 = rows[0][1]
         frames += shots
         labels += [f'{TITLES[name]}   t = {r[1] - t0:4.1f} s' for r in picked]
@@ -720,6 +752,7 @@ def render_pictures(rec, urdf_xml, model, scenario, out_dir, fps=6.0):
 def _start_nodes(args, q0, log_dir, scenario):
     sim = {'robot': args.robot, 'initial_positions': q0, 'paused': 'true',
            'urdf_file': str(args.urdf_file or ''),
+           'real_time_factor': repr(float(args.real_time_factor)),
            'viscous_friction': '[0.0]', 'coulomb_friction': '[0.0]', 'lockstep': 'true',
            'lockstep_timeout': '2.0', 'floor_height': repr(float(scenario['floor_height'])),
            # a controller late on a loaded machine must not make the plant drop the arm
@@ -772,6 +805,9 @@ def _parser():
                         help='where package:// and $(find pkg) look first (repeatable)')
     parser.add_argument('--time-scale', type=float, default=1.0,
                         help='every phase lasts this times its usual simulated time')
+    parser.add_argument('--real-time-factor', type=float, default=1.0,
+                        help="the simulator's simulated seconds per wall second (lockstep: "
+                             "at most as fast as the loop answers)")
     parser.add_argument('--output', default='demo_output')
     parser.add_argument('--no-render', action='store_true', help='skip the MuJoCo pictures')
     parser.add_argument('--no-plots', action='store_true',
@@ -815,7 +851,9 @@ def _figures(args, rec, model, urdf_xml, scenario, tip, out_dir, summary, series
                      out_dir / 'contact.png')
         written.append(out_dir / 'contact.png')
     if not args.no_render:
-        written += render_pictures(rec, urdf_xml, model, scenario, out_dir)
+        visuals = (dict(package_paths=args.package_path,
+                        base_dir=Path(args.urdf).resolve().parent) if args.urdf else None)
+        written += render_pictures(rec, urdf_xml, model, scenario, out_dir, visuals=visuals)
     return written
 
 
