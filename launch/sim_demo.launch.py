@@ -22,7 +22,7 @@ Panda); the ``mode`` argument overrides the controller's mode.
 
 Your arm: ``urdf_file:=`` a URDF or xacro file (``xacro_args:=`` its arguments) replaces
 the embedded ``robot``; every per-joint setting the config holds for the Panda (start
-pose, home, tracking amplitude and frequency) and the scene (floor height, capsule radius)
+pose, home, tracking amplitude and frequency, gains) and the scene (floor height, capsule radius)
 are then sized from the arm's model by the rules of ``make demo ROBOT=...``
 (manip_dynamics/demo_scenario.py). To give them yourself instead, put them in your own
 ``config:=`` file and pass ``size_from_model:=false``.
@@ -52,7 +52,8 @@ def _sized_from_model(urdf_file, xacro_args, tip):
                  "floor_height": scenario["floor_height"],
                  "collision_radius": scenario["collision_radius"]}
     controller = {"home": scenario["q0"], "amplitude": scenario["amplitude"],
-                  "frequency": scenario["frequency"]}
+                  "frequency": scenario["frequency"], "kp": [scenario["kp"]],
+                  "kd": [scenario["kd"]]}
     return xml, simulator, controller
 
 

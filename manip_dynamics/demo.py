@@ -761,15 +761,16 @@ def _start_nodes(args, q0, log_dir, scenario):
     if contact and 'obstacle_size' in contact:
         sim.update(obstacle_size=str(contact['obstacle_size']),
                    obstacle_position=str(contact['obstacle_position']))
-    observer = dict(OBSERVER)
+    observer, controller = dict(OBSERVER), {'mode': 'gravity'}
     if 'thresholds' in scenario:               # an arm of --urdf: sized from its model
+        controller.update(kp=f"[{scenario['kp']!r}]", kd=f"[{scenario['kd']!r}]")
         sim['collision_radius'] = repr(scenario['collision_radius'])
         observer['observer.enter_thresholds'] = str(scenario['thresholds'])
         observer['tip_link'] = scenario['tip']
     return [
         _start('manip_dynamics.nodes.arm_simulator', sim, log_dir, 'arm_simulator'),
         _start('manip_dynamics.nodes.dynamics_node', observer, log_dir, 'dynamics_node'),
-        _start('manip_dynamics.nodes.computed_torque_controller', {'mode': 'gravity'},
+        _start('manip_dynamics.nodes.computed_torque_controller', controller,
                log_dir, 'computed_torque_controller'),
     ]
 
@@ -882,7 +883,8 @@ def main(argv=None):
                    frequency_hz=scenario['frequency'], startup_s=round(t_ready, 2))
     if args.urdf:
         summary.update(urdf=str(args.urdf), skipped=scenario['skipped'], scenario={
-            k: scenario[k] for k in ('floor_height', 'collision_radius', 'thresholds',
+            k: scenario[k] for k in ('kp', 'kd', 'gravity_frequency', 'floor_height',
+                                     'collision_radius', 'thresholds',
                                      'reach_m', 'torque_scale', 'contact')})
     if played(scenario, CONTACT_PHASE_NAMES):
         summary['contact'], summary['contact_series'] = contact_numbers(

@@ -15,6 +15,11 @@ limits, effort limits, gravity torques g(q) and reach:
   (0.05 R m on a prismatic joint), toward the side of q0 with more room (at most 40 % of
   it); A halved until the inverse dynamics along q_d needs at most 60 % of every effort
   limit (phase skipped if even g(q0) needs more than 90 %);
+* gains of the computed-torque law qdd_d + kd e' + kp e (kp = wn^2, kd = 2 wn): wn = 10
+  rad/s (the Panda's), raised to twice the arm's fastest gravity frequency w_g (w_g^2 =
+  the largest |eigenvalue| of M(q0)^-1 dg/dq(q0)), at most 0.3 / T with T the control
+  period: a short light link falls back fast while a torque is held for one period, and
+  the tracking error that leaves is about w_g^2 qd T / kp;
 * the torque scale tau_s,j = max(peak |tau_j| along q_d, 10 % of the largest one); the
   observer's enter threshold 1 % of it (the Panda's hand-set 0.2 N*m is 1 % of its ~20);
 * push: at the tip frame offset 0.1 R from the axis of the last joint moving it, along
@@ -71,12 +76,13 @@ def start_pose(model) -> np.ndarray:
     """q0: the middle of each range (0 if unbounded), or the least loaded candidate."""
     lo, hi = np.asarray(model.position_lower), np.asarray(model.position_upper)
     bounded = np.isfinite(lo) & np.isfinite(hi) & (lo < hi)
-    mid = np.where(bounded, 0.5 * (lo + hi), 0.0)
+    mid = np.zeros(model.n)
+    mid[bounded] = 0.5 * (lo[bounded] + hi[bounded])
     if _load(model, mid) <= 0.5:
         return mid
     rng = np.random.default_rng(0)
-    span = np.where(bounded, hi - lo, 2 * np.pi)
-    base = np.where(bounded, lo, -np.pi)
+    span = np.where(bounded, np.nan_to_num(hi - lo), 2 * np.pi)
+    base = np.where(bounded, np.nan_to_num(lo), -np.pi)
     candidates = [mid] + [base + span * (0.2 + 0.6 * rng.random(model.n)) for _ in range(64)]
     return min(candidates, key=lambda q: _load(model, q))
 
@@ -130,6 +136,20 @@ def tracking_plan(model, q0, R, seconds):
     return (A, f, qs, np.abs(tau).max(axis=0),
             "the tracking reference needs more than 60 % of an effort limit even at 1/256 "
             "of its amplitude")
+
+
+def gains(model, q0, period=0.01):
+    """(kp 1/s^2, kd 1/s, w_g rad/s): see the module docstring."""
+    h = 1e-6
+    K = np.array([(model.gravity_torques(q0 + h * e) - model.gravity_torques(q0 - h * e))
+                  / (2 * h) for e in np.eye(model.n)]).T          # dg/dq (n, n)
+    try:
+        w2 = float(np.max(np.abs(np.linalg.eigvals(np.linalg.solve(model.mass_matrix(q0),
+                                                                     K)))))
+    except np.linalg.LinAlgError:        # singular M: no gravity frequency, the default
+        w2 = 0.0
+    wn = float(np.clip(2.0 * np.sqrt(w2), 10.0, 0.3 / period))
+    return wn ** 2, 2.0 * wn, float(np.sqrt(w2))
 
 
 def _point_columns(model, q, link, p):
@@ -263,7 +283,9 @@ def scenario_for(model, tip, urdf_xml, seconds=PHASE_TIMES['tracking']) -> dict:
     skipped.setdefault('pushed', why_push) if why_push else None
     skipped.setdefault('obstacle', why_obstacle) if why_obstacle else None
     contact = dict(push, **obstacle)
+    kp, kd, w_g = gains(model, q0)
     return dict(q0=[float(x) for x in q0], amplitude=[float(x) for x in A],
+                kp=kp, kd=kd, gravity_frequency=w_g,
                 frequency=[float(x) for x in f], floor_height=floor,
                 camera=_camera(model, q0, frames, R), contact=contact,
                 collision_radius=radius, thresholds=[float(x) for x in thresholds],
