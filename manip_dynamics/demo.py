@@ -35,6 +35,24 @@ MuJoCo from the recorded states) into ``demo_output/``.
 
 Run: ``python -m manip_dynamics.demo [--robot panda|planar_2r] [--output demo_output]
 [--no-render]``.
+
+Your arm: ``--urdf PATH`` (URDF or xacro; ``--xacro-arg name:=value``, ``--package-path
+DIR`` for ``$(find pkg)`` and ``package://``; ``--tip LINK``): the same phases, with the
+start pose, reference, gains, observer thresholds, push, obstacle, floor and camera chosen
+from the model (manip_dynamics/demo_scenario.py); a phase the arm cannot play is skipped
+and the reason printed. The pictures show the URDF's visuals when all are found, else the
+capsules (one line says which). ``--time-scale`` shortens every phase,
+``--real-time-factor`` speeds up the lockstep simulator, ``--no-plots`` writes no figure.
+
+``summary.json`` (stable keys; rad, s, N*m, ms): ``robot``, ``joint_names``, ``tip_frame``;
+per played phase ``released`` / ``gravity`` / ``tracking`` / ``friction``:
+``max_deviation_rad`` (max |q - q0|: the drift of the gravity hold), ``duration_s``,
+``peak_torque``; ``tracking`` and ``friction`` also ``rms_error_rad``, ``max_error_rad``,
+``rms_error_per_joint``; ``contact`` (when a contact phase was played): ``tracking``
+(``false_detections``, ``peak_residual``), ``pushed`` / ``obstacle`` (``detection_ms``,
+``isolated_link``, ``true_link``, ``error_vs_filtered``, ``error_vs_truth``). With
+``--urdf`` also ``urdf``, ``skipped`` {phase: why} and ``scenario`` (the chosen ``kp``,
+``kd``, ``thresholds``, ``floor_height``, ``collision_radius``, ``reach_m``, push and box).
 """
 from __future__ import annotations
 
@@ -800,10 +818,8 @@ def _parser():
                         help='your arm: a URDF or xacro file (instead of --robot); pose, '
                              'reference, push, obstacle and thresholds chosen from its model')
     parser.add_argument('--tip', default=None, help="task frame (default: the model's tip)")
-    parser.add_argument('--xacro-arg', action='append', default=[], metavar='NAME:=VALUE',
-                        help='argument of a xacro --urdf (repeatable)')
-    parser.add_argument('--package-path', action='append', default=[], metavar='DIR',
-                        help='where package:// and $(find pkg) look first (repeatable)')
+    from manip_dynamics.core.description import add_arguments
+    add_arguments(parser)   # --xacro-arg, --package-path
     parser.add_argument('--time-scale', type=float, default=1.0,
                         help='every phase lasts this times its usual simulated time')
     parser.add_argument('--real-time-factor', type=float, default=1.0,

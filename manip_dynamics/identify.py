@@ -27,10 +27,8 @@ def _parser():
     p.add_argument("recording", help="rosbag2 MCAP file with sensor_msgs/JointState")
     p.add_argument("--urdf", required=True,
                    help="the arm's URDF or xacro (the prior and the structure)")
-    p.add_argument("--xacro-arg", action="append", default=[], metavar="NAME:=VALUE",
-                   help="argument of a xacro --urdf (repeatable)")
-    p.add_argument("--package-path", action="append", default=[], metavar="DIR",
-                   help="where $(find pkg) of a xacro --urdf looks first (repeatable)")
+    from .core.description import add_arguments
+    add_arguments(p)   # --xacro-arg, --package-path
     p.add_argument("--out", required=True, help="identified URDF to write")
     p.add_argument("--topic", default="/joint_states")
     p.add_argument("--root-link", default=None)

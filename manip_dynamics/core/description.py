@@ -151,4 +151,14 @@ def load_description(path, xacro_args=None, package_paths=None) -> str:
     return _expand_xacro(path, mappings, package_paths)
 
 
-__all__ = ["load_description", "find_package", "resolve_package_uri", "parse_xacro_args"]
+def add_arguments(parser, what="--urdf") -> None:
+    """Add ``--xacro-arg NAME:=VALUE`` and ``--package-path DIR`` (both repeatable; as
+    ``args.xacro_arg`` and ``args.package_path`` lists) to an argparse parser."""
+    parser.add_argument("--xacro-arg", action="append", default=[], metavar="NAME:=VALUE",
+                        help=f"argument of a xacro {what} (repeatable)")
+    parser.add_argument("--package-path", action="append", default=[], metavar="DIR",
+                        help="where package:// and $(find pkg) look first (repeatable)")
+
+
+__all__ = ["load_description", "find_package", "resolve_package_uri", "parse_xacro_args",
+           "add_arguments"]
