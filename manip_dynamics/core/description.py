@@ -143,7 +143,7 @@ def load_description(path, xacro_args=None, package_paths=None) -> str:
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
-        raise URDFError(f"cannot read robot description {str(path)!r}: "
+        raise URDFError(f"cannot read {str(path)!r}: "
                         f"{exc.strerror or exc}") from None
     mappings = parse_xacro_args(xacro_args)
     if not (mappings or _is_xacro(path, text)):

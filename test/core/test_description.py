@@ -103,5 +103,5 @@ def test_undefined_argument_and_bad_argument_syntax(tmp_path):
 
 
 def test_unreadable_file():
-    with pytest.raises(URDFError, match="cannot read robot description '/no/such.urdf'"):
+    with pytest.raises(URDFError, match="cannot read '/no/such.urdf': No such file"):
         load_description("/no/such.urdf")
