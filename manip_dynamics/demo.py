@@ -375,12 +375,19 @@ def run_phases(rec, scenario, procs, model, scale=1.0):
 
 
 def _reference(name, q0, scenario):
-    """The controller's parameters of a computed-torque phase."""
+    """The controller's parameters of a computed-torque phase. An arm of --urdf tracks
+    with its scenario's gains and steps into the obstacle with the Panda's (kp 100, kd 20:
+    the step's torque M kp dq stays within small arms' effort limits)."""
+    gains = {}
+    if 'kp' in scenario:
+        gains = ({'kp': [100.0], 'kd': [20.0]} if name == 'obstacle' else
+                 {'kp': [scenario['kp']], 'kd': [scenario['kd']]})
     if name == 'obstacle':
         home = [a + b for a, b in zip(q0, scenario['contact']['home_offset'])]
-        return {'home': home, 'amplitude': [0.0], 'mode': 'computed_torque'}
+        return {'home': home, 'amplitude': [0.0], 'mode': 'computed_torque', **gains}
     return {'home': q0, 'amplitude': [float(a) for a in scenario['amplitude']],
-            'frequency': [float(f) for f in scenario['frequency']], 'mode': 'computed_torque'}
+            'frequency': [float(f) for f in scenario['frequency']], 'mode': 'computed_torque',
+            **gains}
 
 
 def _phase_numbers(rows, truth, model, q0, tip):
@@ -800,7 +807,7 @@ def _run(args, scenario, model, log_dir):
     rec = None
     try:
         rec = Recorder()
-        rec.wait_until_running(procs, log_dir, 60.0)
+        rec.wait_until_running(procs, log_dir, 180.0)   # imports on a loaded machine
         rec.t_ready = time.monotonic()
         run_phases(rec, scenario, procs, model, args.time_scale)
     finally:
