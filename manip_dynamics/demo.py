@@ -776,7 +776,6 @@ def render_pictures(rec, urdf_xml, model, scenario, out_dir, fps=6.0, visuals=No
 
 def _start_nodes(args, q0, log_dir, scenario):
     sim = {'robot': args.robot, 'initial_positions': q0, 'paused': 'true',
-           'urdf_file': str(args.urdf_file or ''),
            'real_time_factor': repr(float(args.real_time_factor)),
            'viscous_friction': '[0.0]', 'coulomb_friction': '[0.0]', 'lockstep': 'true',
            'lockstep_timeout': '2.0', 'floor_height': repr(float(scenario['floor_height'])),
@@ -788,6 +787,7 @@ def _start_nodes(args, q0, log_dir, scenario):
                    obstacle_position=str(contact['obstacle_position']))
     observer, controller = dict(OBSERVER), {'mode': 'gravity'}
     if 'thresholds' in scenario:               # an arm of --urdf: sized from its model
+        sim['urdf_file'] = str(args.urdf_file)
         controller.update(kp=f"[{scenario['kp']!r}]", kd=f"[{scenario['kd']!r}]")
         sim['collision_radius'] = repr(scenario['collision_radius'])
         observer['observer.enter_thresholds'] = str(scenario['thresholds'])
@@ -867,9 +867,11 @@ def _figures(args, rec, model, urdf_xml, scenario, tip, out_dir, summary, series
     if args.no_plots:
         return []
     plot_closed_loop(series, names, out_dir / 'closed_loop.png')
-    summary['ellipsoid_eigenvalues_kg'] = plot_ellipsoids(tracked, model, tip,
-                                                          out_dir / 'inertia_ellipsoids.png')
-    written = [out_dir / 'closed_loop.png', out_dir / 'inertia_ellipsoids.png']
+    written = [out_dir / 'closed_loop.png']
+    if tracked:                                # the tracking phase was played
+        summary['ellipsoid_eigenvalues_kg'] = plot_ellipsoids(
+            tracked, model, tip, out_dir / 'inertia_ellipsoids.png')
+        written.append(out_dir / 'inertia_ellipsoids.png')
     if summary.get('contact'):
         plot_contact(summary['contact_series'], summary['contact'], names,
                      out_dir / 'contact.png')
