@@ -14,8 +14,7 @@ limits, effort limits, gravity torques g(q) and reach:
   the candidate pose (middle, then a fixed set of poses drawn within the limits) with the
   smallest max_j |g_j| / effort_j;
 * tracking: q_d = q0 + A (1 - cos 2 pi f t) with f = 0.3 .. 0.5 Hz and A_j up to 0.25 rad
-  (0.05 R m on a prismatic joint), toward the side of q0 with more room (at most 40 % of
-  it); A halved until the inverse dynamics along q_d needs at most 60 % of every effort
+  (0.05 R m on a prismatic joint), upward from q0 (at most 40 % of the room there); A halved until the inverse dynamics along q_d needs at most 60 % of every effort
   limit (phase skipped if even g(q0) needs more than 90 %);
 * gains of the computed-torque law qdd_d + kd e' + kp e (kp = wn^2, kd = 2 wn): wn = 10
   rad/s (the Panda's), raised to twice the arm's fastest gravity frequency w_g (w_g^2 =
@@ -95,14 +94,12 @@ def start_pose(model) -> np.ndarray:
 
 
 def _amplitudes(model, q0, R):
-    """A (n,): up to 0.25 rad (0.05 R m), at most 40 % of the room on the roomier side."""
-    lo, hi = np.asarray(model.position_lower), np.asarray(model.position_upper)
-    up, down = np.where(np.isfinite(hi), hi - q0, np.inf), np.where(np.isfinite(lo), q0 - lo,
-                                                                    np.inf)
+    """A (n,) >= 0 (the controller's reference q0 + A (1 - cos) only rises): up to 0.25 rad
+    (0.05 R m), at most 40 % of the room above q0."""
+    hi = np.asarray(model.position_upper)
+    up = np.where(np.isfinite(hi), hi - q0, np.inf)
     cap = np.array([0.05 * R if t == 'prismatic' else 0.25 for t in _joint_types(model)])
-    room = np.maximum(up, down)
-    a = np.minimum(cap, 0.4 * room / 2.0)
-    return np.where(up >= down, a, -a)
+    return np.minimum(cap, 0.4 * np.maximum(up, 0.0) / 2.0)
 
 
 def _joint_types(model):
