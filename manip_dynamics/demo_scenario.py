@@ -10,8 +10,7 @@ limits, effort limits, gravity torques g(q) and reach:
 * reach R: the largest distance of a moving link's origin from the first one's, at q0;
 * q0: the middle of each joint's range (0 for an unbounded joint), or, if g(q0) needs more
   than half an effort limit, the candidate pose (middle, then a fixed set of poses drawn
-  within the limits) with the smallest max_j |g_j| / effort_j (a pose leaning a light
-  short link over its joint is left alone: its gravity hold amplifies rounding errors);
+  within the limits) with the smallest max_j |g_j| / effort_j;
 * tracking: q_d = q0 + A (1 - cos 2 pi f t) with f = 0.3 .. 0.5 Hz and A_j up to 0.25 rad
   (0.05 R m on a prismatic joint), upward from q0 (at most 40 % of the room there); A halved until the inverse dynamics along q_d needs at most 60 % of every effort
   limit (phase skipped if even g(q0) needs more than 90 %);

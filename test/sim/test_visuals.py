@@ -64,3 +64,22 @@ def test_mesh_through_package_uri_and_what_is_missing(tmp_path):
     mesh = m.geom_dataid[g]
     verts = m.mesh_vert[m.mesh_vertadr[mesh]:m.mesh_vertadr[mesh] + m.mesh_vertnum[mesh]]
     assert verts.shape[0] == 4                                       # the tetrahedron
+
+
+def test_reset_puts_mimic_joints_where_their_equality_holds():
+    """MujocoPlant.reset with the xacro arm leaned (shoulder 0.6 rad): the camera's mimic
+    joint goes to -0.6 rad (multiplier -1), so g(q) of our core holds the arm: drift 0
+    over 1.6 s with the plant's friction off. Left at 0, MuJoCo's equality constraint
+    kicked the arm (2.4e-3 rad after 10 ms, 1.5 rad after 1.6 s)."""
+    from manip_dynamics.sim.mujoco_plant import MujocoPlant
+    from manip_dynamics.sim.scene import SceneOptions
+    model, xml = load_robot("", XACRO, None, [PKG])
+    plant = MujocoPlant(xml, model, SceneOptions(viscous=np.zeros(4), coulomb=np.zeros(4)))
+    q0 = np.array([0.0, 0.6, -0.3, 0.2])
+    plant.reset(q0)
+    cam = plant.m.jnt_qposadr[mujoco.mj_name2id(plant.m, mujoco.mjtObj.mjOBJ_JOINT,
+                                                "camera_tilt")]
+    assert plant.d.qpos[cam] == pytest.approx(-0.6)
+    for _ in range(160):
+        plant.advance(model.gravity_torques(plant.q), 10)
+    assert np.abs(plant.q - q0).max() < 1e-9
