@@ -8,9 +8,11 @@ written (``collision_radius``, the observer's per-joint ``thresholds``) and ``sk
 limits, effort limits, gravity torques g(q) and reach:
 
 * reach R: the largest distance of a moving link's origin from the first one's, at q0;
-* q0: the middle of each joint's range (0 for an unbounded joint), or, if g(q0) needs more
-  than half an effort limit, the candidate pose (middle, then a fixed set of poses drawn
-  within the limits) with the smallest max_j |g_j| / effort_j;
+* q0: the middle of each joint's range (0 for an unbounded joint); if g there needs less
+  than 5 % of every effort limit (e.g. an arm upright: a hold that shows nothing), the
+  middle with one joint leaned by 0.6 rad that loads the arm most (at most 50 %); if
+  more than half an effort limit, the candidate pose (middle, then a fixed set of poses
+  drawn within the limits) with the smallest max_j |g_j| / effort_j;
 * tracking: q_d = q0 + A (1 - cos 2 pi f t) with f = 0.3 .. 0.5 Hz and A_j up to 0.25 rad
   (0.05 R m on a prismatic joint), upward from q0 (at most 40 % of the room there); A halved until the inverse dynamics along q_d needs at most 60 % of every effort
   limit (phase skipped if even g(q0) needs more than 90 %);
@@ -77,8 +79,13 @@ def start_pose(model) -> np.ndarray:
     bounded = np.isfinite(lo) & np.isfinite(hi) & (lo < hi)
     mid = np.zeros(model.n)
     mid[bounded] = 0.5 * (lo[bounded] + hi[bounded])
-    if _load(model, mid) <= 0.5:
+    if 0.05 <= _load(model, mid) <= 0.5:
         return mid
+    if _load(model, mid) < 0.05:     # e.g. upright: lean one joint 0.6 rad, most loaded
+        leaned = [mid + s * 0.6 * e for e in np.eye(model.n) for s in (1.0, -1.0)]
+        leaned = [q for q in leaned if np.all(q >= lo) and np.all(q <= hi)
+                  and _load(model, q) <= 0.5]
+        return max([mid] + leaned, key=lambda q: _load(model, q))
     rng = np.random.default_rng(0)
     span = np.where(bounded, np.nan_to_num(hi - lo), 2 * np.pi)
     base = np.where(bounded, np.nan_to_num(lo), -np.pi)
