@@ -5,6 +5,7 @@
 #                                  test/core again with OPENBLAS_CORETYPE=Prescott NUMBA_CPU_NAME=generic
 #   make test TESTS=test/test_smoke_ros.py PYTEST_ARGS="-k round_trip -x"
 #   make demo                      set up, then python -m manip_dynamics.demo
+#   make demo ROBOT=arm.urdf.xacro ROBOT_ARGS="prefix:=a_" TIP=tool0   the demo on your arm
 #   make demo-identification       set up, then python -m manip_dynamics.demo_identification
 #   make bench                     set up, then run every benchmarks/*.py (BENCH_TIMEOUT s each)
 #   make setup                     only the set-up (venv, interfaces, editable install, kernels)
@@ -60,8 +61,16 @@ test: setup
 		$(KERNEL_VARIANT) $(PY) -m pytest test/core $(PYTEST_ARGS); \
 	fi
 
+# make demo ROBOT=arm.urdf|arm.urdf.xacro [ROBOT_ARGS="name:=value ..."] [TIP=link]: your arm
+ROBOT ?=
+ROBOT_ARGS ?=
+TIP ?=
+ROBOT_FLAGS := $(if $(ROBOT),--urdf $(ROBOT) $(foreach a,$(ROBOT_ARGS),--xacro-arg $(a)) \
+	$(if $(TIP),--tip $(TIP)),)
+
 demo: setup
-	$(DOMAIN) timeout --signal=INT --kill-after=15 $(DEMO_TIMEOUT) $(PY) -m manip_dynamics.demo $(DEMO_ARGS)
+	$(DOMAIN) timeout --signal=INT --kill-after=15 $(DEMO_TIMEOUT) $(PY) -m manip_dynamics.demo \
+		$(ROBOT_FLAGS) $(DEMO_ARGS)
 
 demo-identification: setup
 	$(DOMAIN) timeout --signal=INT --kill-after=15 $(DEMO_TIMEOUT) $(PY) \

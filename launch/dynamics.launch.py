@@ -5,6 +5,15 @@
         urdf_file:=$(ros2 pkg prefix manip_dynamics)/share/manip_dynamics/urdf/panda.urdf \\
         robot_state_publisher:=true rviz:=true fixed_frame:=panda_link0
     ros2 launch manip_dynamics dynamics.launch.py namespace:=arm1 joint_states:=/arm1/joint_states
+    ros2 launch manip_dynamics dynamics.launch.py urdf_file:=arm.urdf.xacro \
+        xacro_args:="prefix:=a_" gravity_command:=/effort_controller/commands
+
+A real arm through ros2_control: ``gravity_command:=/NAME/commands`` remaps the node's
+gravity torques (``~/gravity_command``, std_msgs/Float64MultiArray in ``command_joints``
+order: set ``command_joints`` in ``config`` to the controller's ``joints`` list) to the
+command topic of an ``effort_controllers/JointGroupEffortController`` called NAME, i.e.
+the remap ``("~/gravity_command", "/NAME/commands")`` below; the arm then holds itself
+against gravity.
 
 Where the robot model comes from, first match wins: the ``robot_description`` argument
 (URDF XML), the ``urdf_file`` argument, else the ``robot_description`` TOPIC (transient
@@ -40,6 +49,13 @@ def generate_launch_description():
             "urdf_file", default_value="",
             description="URDF file of the robot; '' = use the robot_description topic."),
         DeclareLaunchArgument(
+            "xacro_args", default_value="",
+            description="Arguments of a xacro urdf_file: 'name:=value name2:=value2'."),
+        DeclareLaunchArgument(
+            "gravity_command", default_value="~/gravity_command",
+            description="Topic of g(q) (Float64MultiArray), e.g. /effort_controller/commands "
+                        "for a ros2_control JointGroupEffortController; default: no remap."),
+        DeclareLaunchArgument(
             "robot_description", default_value="",
             description="URDF XML of the robot (overrides urdf_file); '' = not given."),
         DeclareLaunchArgument(
@@ -72,6 +88,7 @@ def generate_launch_description():
             LaunchConfiguration("config"),
             {
                 "urdf_file": ParameterValue(LaunchConfiguration("urdf_file"), value_type=str),
+                "xacro_args": ParameterValue(LaunchConfiguration("xacro_args"), value_type=str),
                 "robot_description": ParameterValue(LaunchConfiguration("robot_description"),
                                                     value_type=str),
                 "tip_link": ParameterValue(LaunchConfiguration("tip_link"), value_type=str),
@@ -79,7 +96,9 @@ def generate_launch_description():
                                                value_type=bool),
             },
         ],
-        remappings=[("joint_states", LaunchConfiguration("joint_states"))],
+        remappings=[("joint_states", LaunchConfiguration("joint_states")),
+                    # ros2_control: g(q) to an effort controller's command topic
+                    ("~/gravity_command", LaunchConfiguration("gravity_command"))],
     )
 
     robot_state_publisher = Node(
@@ -90,7 +109,8 @@ def generate_launch_description():
         condition=IfCondition(LaunchConfiguration("robot_state_publisher")),
         parameters=[{
             "robot_description": ParameterValue(
-                Command(["cat ", LaunchConfiguration("urdf_file")]), value_type=str),
+                Command(["xacro ", LaunchConfiguration("urdf_file"), " ",
+                         LaunchConfiguration("xacro_args")]), value_type=str),
             "use_sim_time": ParameterValue(LaunchConfiguration("use_sim_time"),
                                            value_type=bool),
         }],

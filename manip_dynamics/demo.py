@@ -35,6 +35,24 @@ MuJoCo from the recorded states) into ``demo_output/``.
 
 Run: ``python -m manip_dynamics.demo [--robot panda|planar_2r] [--output demo_output]
 [--no-render]``.
+
+Your arm: ``--urdf PATH`` (URDF or xacro; ``--xacro-arg name:=value``, ``--package-path
+DIR`` for ``$(find pkg)`` and ``package://``; ``--tip LINK``): the same phases, with the
+start pose, reference, gains, observer thresholds, push, obstacle, floor and camera chosen
+from the model (manip_dynamics/demo_scenario.py); a phase the arm cannot play is skipped
+and the reason printed. The pictures show the URDF's visuals when all are found, else the
+capsules (one line says which). ``--time-scale`` shortens every phase,
+``--real-time-factor`` speeds up the lockstep simulator, ``--no-plots`` writes no figure.
+
+``summary.json`` (stable keys; rad, s, N*m, ms): ``robot``, ``joint_names``, ``tip_frame``;
+per played phase ``released`` / ``gravity`` / ``tracking`` / ``friction``:
+``max_deviation_rad`` (max |q - q0|: the drift of the gravity hold), ``duration_s``,
+``peak_torque``; ``tracking`` and ``friction`` also ``rms_error_rad``, ``max_error_rad``,
+``rms_error_per_joint``; ``contact`` (when a contact phase was played): ``tracking``
+(``false_detections``, ``peak_residual``), ``pushed`` / ``obstacle`` (``detection_ms``,
+``isolated_link``, ``true_link``, ``error_vs_filtered``, ``error_vs_truth``). With
+``--urdf`` also ``urdf``, ``skipped`` {phase: why} and ``scenario`` (the chosen ``kp``,
+``kd``, ``thresholds``, ``floor_height``, ``collision_radius``, ``reach_m``, push and box).
 """
 from __future__ import annotations
 
@@ -162,7 +180,7 @@ class Recorder:
         from manip_dynamics_interfaces.srv import ApplyWrench
 
         self.context = rclpy.Context()
-        rclpy.init(context=self.context)
+        rclpy.init(context=self.context, args=[])   # not sys.argv: --xacro-arg a:=b
         self.node = rclpy.create_node('demo_recorder', context=self.context)
         self.lock = threading.Lock()
         self.phase = None
@@ -304,14 +322,26 @@ def _phase_parameters(q0, model, friction):
             'coulomb_friction': [float(x) for x in coulomb]}
 
 
-def phases_of(scenario):
-    """The phases the demo plays for a scenario: the contact ones only with 'contact'."""
-    return PHASES + (CONTACT_PHASES if 'contact' in scenario else ())
+def phases_of(scenario, scale=1.0):
+    """The phases the demo plays for a scenario (seconds times ``scale``): the contact
+    ones only with 'contact' (the push with a 'force', the obstacle with an
+    'obstacle_size'), none the scenario's 'skipped' names."""
+    contact = scenario.get('contact', {})
+    have = {'pushed': 'force' in contact, 'obstacle': 'obstacle_size' in contact}
+    return tuple((name, mode, seconds * scale, friction)
+                 for name, mode, seconds, friction in PHASES + CONTACT_PHASES
+                 if have.get(name, True) and name not in scenario.get('skipped', {}))
 
 
-def run_phases(rec, scenario, procs, model):
+def played(scenario, names):
+    """The names of ``names`` the demo plays for ``scenario``."""
+    keep = {p[0] for p in phases_of(scenario)}
+    return [n for n in names if n in keep]
+
+
+def run_phases(rec, scenario, procs, model, scale=1.0):
     q0 = [float(v) for v in scenario['q0']]
-    phases = phases_of(scenario)
+    phases = phases_of(scenario, scale)
 
     def alive():
         for p in procs:
@@ -344,11 +374,12 @@ def run_phases(rec, scenario, procs, model):
         rec.wait(lambda: n_states() - start >= 5, 30, 'the released arm')
         rec.call(rec.reset_client, rec.Trigger.Request())
         if name == 'pushed':
-            rec.wait(lambda: n_states() - start >= int(contact['push_at'] * 100), 30,
+            rec.wait(lambda: n_states() - start >= int(contact['push_at'] * scale * 100), 30,
                      'the start of the push')
             rec.call(rec.wrench_client, rec.ApplyWrench.Request(
                 link=contact['link'], force=contact['force'], torque=[0.0] * 3,
-                point=contact['point'], duration=contact['push_for']), resend_every=None)
+                point=contact['point'], duration=contact['push_for'] * scale),
+                resend_every=None)
         rec.wait(lambda: n_states() - start >= int(seconds * 100), seconds * 4 + 10,
                  f'{seconds} s of joint_states in phase {name}')
         alive()
@@ -357,12 +388,19 @@ def run_phases(rec, scenario, procs, model):
 
 
 def _reference(name, q0, scenario):
-    """The controller's parameters of a computed-torque phase."""
+    """The controller's parameters of a computed-torque phase. An arm of --urdf tracks
+    with its scenario's gains and steps into the obstacle with the Panda's (kp 100, kd 20:
+    the step's torque M kp dq stays within small arms' effort limits)."""
+    gains = {}
+    if 'kp' in scenario:
+        gains = ({'kp': [100.0], 'kd': [20.0]} if name == 'obstacle' else
+                 {'kp': [scenario['kp']], 'kd': [scenario['kd']]})
     if name == 'obstacle':
         home = [a + b for a, b in zip(q0, scenario['contact']['home_offset'])]
-        return {'home': home, 'amplitude': [0.0], 'mode': 'computed_torque'}
+        return {'home': home, 'amplitude': [0.0], 'mode': 'computed_torque', **gains}
     return {'home': q0, 'amplitude': [float(a) for a in scenario['amplitude']],
-            'frequency': [float(f) for f in scenario['frequency']], 'mode': 'computed_torque'}
+            'frequency': [float(f) for f in scenario['frequency']], 'mode': 'computed_torque',
+            **gains}
 
 
 def _phase_numbers(rows, truth, model, q0, tip):
@@ -405,11 +443,11 @@ def analyse(rec, model, scenario, tip):
         states, refs, dyns = list(rec.joint_states), list(rec.reference), list(rec.dynamics)
         truth = list(rec.truth)
     out, series = {}, {}
-    for name, _, _, _ in PHASES:
+    for name in played(scenario, [p[0] for p in PHASES]):
         rows = [s for s in states if s[0] == name]
         out[name], series[name] = _phase_numbers(
             rows, [e for p, _, e in truth if p == name], model, q0, tip)
-    for name in TRACKED:
+    for name in played(scenario, TRACKED):
         numbers, curves = _tracking_numbers(states, refs, name)
         out[name].update(numbers)
         series[name].update(curves)
@@ -448,7 +486,7 @@ def contact_series(rec, name):
                 contact=[contact[s] for s in stamps])
 
 
-def contact_numbers(rec, model, scenario):
+def contact_numbers(rec, model, scenario, time_scale=1.0):
     """Per contact phase: detection delay, isolated vs true link, estimation error; for the
     contact-free tracking phase: false detections and the peak |r|."""
     from manip_dynamics.core.contact import arm_topology
@@ -457,7 +495,7 @@ def contact_numbers(rec, model, scenario):
     free = contact_series(rec, 'tracking')
     out['tracking'] = dict(samples=len(free['t']), peak_residual=float(np.abs(free['r']).max()),
                            false_detections=int(sum(c[2] for c in free['contact'])))
-    for name in CONTACT_PHASE_NAMES:
+    for name in played(scenario, CONTACT_PHASE_NAMES):
         s = series[name] = contact_series(rec, name)
         hit = np.abs(s['truth']).max(axis=1) > 0
         k0 = int(np.argmax(hit)) - 1                 # the last sample before tau_ext != 0
@@ -466,7 +504,7 @@ def contact_numbers(rec, model, scenario):
         loaded = np.flatnonzero(np.abs(s['truth'][k0 + 1:]).max(axis=0) > 0)
         if name == 'pushed':
             steady = np.arange(k0 + int(np.ceil(5 / K_O * 100)),
-                               k0 + int(scenario['contact']['push_for'] * 100))
+                               k0 + int(scenario['contact']['push_for'] * time_scale * 100))
         else:                                        # resting on the box: the last 0.5 s
             steady = np.arange(len(s['t']) - 50, len(s['t']))
         scale = np.abs(s['truth'][steady]).max()
@@ -487,9 +525,10 @@ def plot_contact(series, numbers, names, path):
     import matplotlib
     matplotlib.use('Agg')
     import matplotlib.pyplot as plt
-    fig, axes = plt.subplots(2, len(CONTACT_PHASE_NAMES), figsize=(16, 8), sharex='col')
-    colors = plt.cm.tab10(np.arange(len(names)))
-    for col, name in enumerate(CONTACT_PHASE_NAMES):
+    shown = [name for name in CONTACT_PHASE_NAMES if name in numbers]
+    fig, axes = plt.subplots(2, len(shown), figsize=(16, 8), sharex='col', squeeze=False)
+    colors = plt.cm.tab10(np.arange(len(names)) % 10)
+    for col, name in enumerate(shown):
         s, n = series[name], numbers[name]
         for j in range(len(names)):
             axes[0, col].plot(s['t'], s['truth'][:, j], '--', color=colors[j], lw=1.2)
@@ -539,7 +578,19 @@ def save_recording(rec, path):
         dynamics_phase=phase_index(dyn), dynamics_stamp=np.array([r[1] for r in dyn]))
 
 
+def print_skipped_table(summary, names):
+    """The table of a run with skipped hold / tracking phases: what ran, what did not."""
+    print(f"\nclosed-loop demo: {summary['robot']} ({len(names)} joints)")
+    for key in ('released', 'gravity', 'tracking', 'friction'):
+        if key in summary:
+            print(f"{key:<10} max |q-q0| {summary[key]['max_deviation_rad']:.3g} rad")
+        else:
+            print(f"{key:<10} skipped: {summary['skipped'][key]}")
+
+
 def print_table(summary, names):
+    if not all(k in summary for k in ('released', 'gravity', 'tracking', 'friction')):
+        return print_skipped_table(summary, names)
     r, g, t, f = (summary[k] for k in ('released', 'gravity', 'tracking', 'friction'))
     print()
     print(f"closed-loop demo: {summary['robot']} ({len(names)} joints) on MuJoCo "
@@ -566,13 +617,13 @@ def print_table(summary, names):
     print(f"tracking RMS error per joint (rad), friction on:  {_fmt(f['rms_error_per_joint'])}")
 
 
-def print_contact_table(c):
+def print_contact_table(c, enter='0.2 N*m'):
     """The contact phases: what the dynamics node's observer saw against MuJoCo's truth."""
     t = c['tracking']
-    print(f"contact awareness (dynamics_node's observer, K_O = {K_O:g} 1/s, enter 0.2 N*m):")
+    print(f"contact awareness (dynamics_node's observer, K_O = {K_O:g} 1/s, enter {enter}):")
     print(f"  tracking   no contact: {t['false_detections']} false detections over "
           f"{t['samples']} samples, peak |r| {t['peak_residual']:.1e} N*m")
-    for name in CONTACT_PHASE_NAMES:
+    for name in [k for k in CONTACT_PHASE_NAMES if k in c]:
         n = c[name]
         print(f"  {name:<10} detected {n['detection_ms']:.0f} ms after the onset, isolated "
               f"{n['isolated_link']} (true {n['true_link']}; at the detecting sample "
@@ -585,8 +636,9 @@ def plot_closed_loop(series, names, path):
     import matplotlib
     matplotlib.use('Agg')
     import matplotlib.pyplot as plt
-    fig, axes = plt.subplots(3, len(PHASES), figsize=(20, 10), sharex='col')
-    for col, (phase, _, _, _) in enumerate(PHASES):
+    shown = [p[0] for p in PHASES if p[0] in series]
+    fig, axes = plt.subplots(3, len(shown), figsize=(20, 10), sharex='col', squeeze=False)
+    for col, phase in enumerate(shown):
         s = series[phase]
         axes[0, col].set_title(TITLES[phase])
         axes[0, col].plot(s['t'], s['q'])
@@ -666,17 +718,50 @@ def plot_ellipsoids(tracked, model, tip, path, count=6):
     return [[float(x) for x in m] for m in masses]
 
 
-def render_pictures(rec, urdf_xml, model, scenario, out_dir, fps=6.0):
+def picture_model(urdf_xml, model, scenario, visuals=None):
+    """(MjModel, qpos addresses in model order) of the scene to render: the plant's
+    capsules; with ``visuals`` = dict(package_paths, base_dir), the URDF's visual shapes
+    instead when every one of them was found (sim/visuals.py), saying which in one line."""
+    import mujoco
+
+    from manip_dynamics.sim.scene import SceneOptions, build_spec
+    from manip_dynamics.sim.visuals import add_visuals
+
+    options = SceneOptions(floor_height=scenario['floor_height'])
+    if 'thresholds' in scenario:               # an arm of --urdf: its radius, its box
+        contact = scenario['contact']
+        options.collision_radius = scenario['collision_radius']
+        options.obstacle_size = contact.get('obstacle_size')
+        options.obstacle_position = contact.get('obstacle_position', (0.5, 0.0, 0.2))
+    spec = build_spec(urdf_xml, model, options)
+    shown = 'capsules'
+    if visuals is not None:
+        added, missing = add_visuals(spec, urdf_xml, **visuals)
+        if added and not missing:
+            shown = 'visuals'
+            print(f'pictures: the URDF\'s {added} visual shapes')
+        else:
+            print('pictures: capsules along the links, not the URDF\'s visuals ('
+                  + (f'{len(missing)} not found, e.g. {missing[0]}' if missing else 'none')
+                  + '; --package-path DIR for package://)')
+    m = spec.compile()
+    if shown == 'visuals':
+        for g in range(m.ngeom):
+            if '_capsule' in (mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_GEOM, g) or ''):
+                m.geom_rgba[g, 3] = 0.0
+    jid = [mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, j) for j in model.joint_names]
+    return m, m.jnt_qposadr[jid].copy()
+
+
+def render_pictures(rec, urdf_xml, model, scenario, out_dir, fps=6.0, visuals=None):
     """``arm_phases.png`` (the arm at the end of each phase) and ``arm_demo.gif`` (every
     phase at ``fps`` frames per simulated second), rendered by MuJoCo offscreen from the
     recorded joint_states; returns the written paths, or [] after saying in one line why
-    rendering is unavailable."""
+    rendering is unavailable. ``visuals``: see :func:`picture_model`."""
     from manip_dynamics.sim import render
-    from manip_dynamics.sim.mujoco_plant import MujocoPlant
-    from manip_dynamics.sim.scene import SceneOptions
 
-    plant = MujocoPlant(urdf_xml, model, SceneOptions(floor_height=scenario['floor_height']))
-    renderer, why = render.open_renderer(plant.m)
+    m, qadr = picture_model(urdf_xml, model, scenario, visuals)
+    renderer, why = render.open_renderer(m)
     if renderer is None:
         print(f'no pictures of the arm: offscreen rendering unavailable ({why}); '
               f'see docs/simulation.md (make setup-render)')
@@ -685,37 +770,45 @@ def render_pictures(rec, urdf_xml, model, scenario, out_dir, fps=6.0):
     with rec.lock:
         states = list(rec.joint_states)
     frames, labels, finals = [], [], []
-    for name, _, _, _ in PHASES:
+    shown = played(scenario, [p[0] for p in PHASES])
+    for name in shown:
         rows = [s for s in states if s[0] == name]
         step = max(1, int(round(100 / fps)))
         picked = rows[::step] + [rows[-1]]
-        shots = render.render_states(renderer, plant.m, plant.qadr, [r[2] for r in picked],
-                                     camera)
+        shots = render.render_states(renderer, m, qadr, [r[2] for r in picked], camera)
         t0 = rows[0][1]
         frames += shots
         labels += [f'{TITLES[name]}   t = {r[1] - t0:4.1f} s' for r in picked]
         finals.append(shots[-1])
     renderer.close()
     png, gif = out_dir / 'arm_phases.png', out_dir / 'arm_demo.gif'
-    render.save_png(render.montage(finals, [TITLES[p[0]] + ' (end)' for p in PHASES], 2), png)
+    render.save_png(render.montage(finals, [TITLES[p] + ' (end)' for p in shown], 2), png)
     render.save_gif(frames, labels, gif, fps=fps)
     return [png, gif]
 
 
 def _start_nodes(args, q0, log_dir, scenario):
     sim = {'robot': args.robot, 'initial_positions': q0, 'paused': 'true',
+           'real_time_factor': repr(float(args.real_time_factor)),
            'viscous_friction': '[0.0]', 'coulomb_friction': '[0.0]', 'lockstep': 'true',
            'lockstep_timeout': '2.0', 'floor_height': repr(float(scenario['floor_height'])),
            # a controller late on a loaded machine must not make the plant drop the arm
            'command_timeout': '5.0'}
     contact = scenario.get('contact')
-    if contact:
+    if contact and 'obstacle_size' in contact:
         sim.update(obstacle_size=str(contact['obstacle_size']),
                    obstacle_position=str(contact['obstacle_position']))
+    observer, controller = dict(OBSERVER), {'mode': 'gravity'}
+    if 'thresholds' in scenario:               # an arm of --urdf: sized from its model
+        sim['urdf_file'] = str(args.urdf_file)
+        controller.update(kp=f"[{scenario['kp']!r}]", kd=f"[{scenario['kd']!r}]")
+        sim['collision_radius'] = repr(scenario['collision_radius'])
+        observer['observer.enter_thresholds'] = str(scenario['thresholds'])
+        observer['tip_link'] = scenario['tip']
     return [
         _start('manip_dynamics.nodes.arm_simulator', sim, log_dir, 'arm_simulator'),
-        _start('manip_dynamics.nodes.dynamics_node', OBSERVER, log_dir, 'dynamics_node'),
-        _start('manip_dynamics.nodes.computed_torque_controller', {'mode': 'gravity'},
+        _start('manip_dynamics.nodes.dynamics_node', observer, log_dir, 'dynamics_node'),
+        _start('manip_dynamics.nodes.computed_torque_controller', controller,
                log_dir, 'computed_torque_controller'),
     ]
 
@@ -727,9 +820,9 @@ def _run(args, scenario, model, log_dir):
     rec = None
     try:
         rec = Recorder()
-        rec.wait_until_running(procs, log_dir, 60.0)
+        rec.wait_until_running(procs, log_dir, 180.0)   # imports on a loaded machine
         rec.t_ready = time.monotonic()
-        run_phases(rec, scenario, procs, model)
+        run_phases(rec, scenario, procs, model, args.time_scale)
     finally:
         if rec is not None:
             rec.close()
@@ -738,54 +831,116 @@ def _run(args, scenario, model, log_dir):
     return rec
 
 
-def main(argv=None):
+def _parser():
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('--robot', default='panda', choices=sorted(SCENARIOS))
+    parser.add_argument('--urdf', default=None, metavar='PATH',
+                        help='your arm: a URDF or xacro file (instead of --robot); pose, '
+                             'reference, push, obstacle and thresholds chosen from its model')
+    parser.add_argument('--tip', default=None, help="task frame (default: the model's tip)")
+    from manip_dynamics.core.description import add_arguments
+    add_arguments(parser)   # --xacro-arg, --package-path
+    parser.add_argument('--time-scale', type=float, default=1.0,
+                        help='every phase lasts this times its usual simulated time')
+    parser.add_argument('--real-time-factor', type=float, default=1.0,
+                        help="the simulator's simulated seconds per wall second (lockstep: "
+                             "at most as fast as the loop answers)")
     parser.add_argument('--output', default='demo_output')
     parser.add_argument('--no-render', action='store_true', help='skip the MuJoCo pictures')
-    args = parser.parse_args(argv)
+    parser.add_argument('--no-plots', action='store_true',
+                        help='no figures at all (implies --no-render): the numbers only')
+    return parser
+
+
+def _robot(args, out_dir):
+    """(robot name, RobotModel, URDF text, scenario, tip) of --robot or --urdf."""
+    from manip_dynamics.sim.plants import load_robot
+    args.urdf_file = None
+    if not args.urdf:
+        model, urdf_xml = load_robot(args.robot, '')
+        return args.robot, model, urdf_xml, SCENARIOS[args.robot], model.default_tip
+    from manip_dynamics.demo_scenario import scenario_for
+    model, urdf_xml = load_robot('', args.urdf, args.xacro_arg, args.package_path)
+    tip = args.tip or model.default_tip
+    if tip not in model.frame_names:
+        raise SystemExit(f'--tip: no link {tip!r} in {args.urdf} (links: '
+                         f'{", ".join(model.frame_names)})')
+    args.urdf_file = (out_dir / 'robot.urdf').resolve()    # the expanded description
+    args.urdf_file.write_text(urdf_xml, encoding='utf-8')
+    scenario = dict(scenario_for(model, tip, urdf_xml), tip=tip)
+    for phase, why in scenario['skipped'].items():
+        print(f'skipping phase {phase}: {why}')
+    name = Path(args.urdf).name.split('.')[0]
+    return name, model, urdf_xml, scenario, tip
+
+
+def _figures(args, rec, model, urdf_xml, scenario, tip, out_dir, summary, series, tracked):
+    """The figures (none with --no-plots); the written paths."""
+    names = list(model.joint_names)
+    if args.no_plots:
+        return []
+    plot_closed_loop(series, names, out_dir / 'closed_loop.png')
+    written = [out_dir / 'closed_loop.png']
+    if tracked:                                # the tracking phase was played
+        summary['ellipsoid_eigenvalues_kg'] = plot_ellipsoids(
+            tracked, model, tip, out_dir / 'inertia_ellipsoids.png')
+        written.append(out_dir / 'inertia_ellipsoids.png')
+    if summary.get('contact'):
+        plot_contact(summary['contact_series'], summary['contact'], names,
+                     out_dir / 'contact.png')
+        written.append(out_dir / 'contact.png')
+    if not args.no_render:
+        visuals = (dict(package_paths=args.package_path,
+                        base_dir=Path(args.urdf).resolve().parent) if args.urdf else None)
+        written += render_pictures(rec, urdf_xml, model, scenario, out_dir, visuals=visuals)
+    return written
+
+
+def main(argv=None):
+    args = _parser().parse_args(argv)
     require_parts('python -m manip_dynamics.demo', 'mujoco', 'matplotlib', 'PIL')
     _ros_environment()
     t_start = time.monotonic()
 
-    from manip_dynamics.sim.plants import load_robot   # first: selects MUJOCO_GL=egl
+    import manip_dynamics.sim  # noqa: F401  first: selects MUJOCO_GL=egl
     import mujoco  # noqa: E402  (after manip_dynamics.sim on purpose)
 
     out_dir = Path(args.output)
     log_dir = out_dir / 'logs'
     log_dir.mkdir(parents=True, exist_ok=True)
-    scenario = SCENARIOS[args.robot]
-    model, urdf_xml = load_robot(args.robot, '')
-    tip = model.default_tip
+    robot, model, urdf_xml, scenario, tip = _robot(args, out_dir)
     names = list(model.joint_names)
     rec = _run(args, scenario, model, log_dir)
     t_ready = rec.t_ready - t_start
 
     summary, series, tracked = analyse(rec, model, scenario, tip)
     save_recording(rec, out_dir / 'recording.npz')
-    summary.update(robot=args.robot, joint_names=names, tip_frame=tip,
+    summary.update(robot=robot, joint_names=names, tip_frame=tip,
                    mujoco_version=mujoco.__version__,
                    ros_domain_id=int(os.environ['ROS_DOMAIN_ID']),
                    start_pose=scenario['q0'], amplitude=scenario['amplitude'],
                    frequency_hz=scenario['frequency'], startup_s=round(t_ready, 2))
-    plot_closed_loop(series, names, out_dir / 'closed_loop.png')
-    if 'contact' in scenario:
-        summary['contact'], contact = contact_numbers(rec, model, scenario)
-        plot_contact(contact, summary['contact'], names, out_dir / 'contact.png')
-    summary['ellipsoid_eigenvalues_kg'] = plot_ellipsoids(tracked, model, tip,
-                                                          out_dir / 'inertia_ellipsoids.png')
-    written = [out_dir / 'closed_loop.png', out_dir / 'inertia_ellipsoids.png']
-    if 'contact' in scenario:
-        written.append(out_dir / 'contact.png')
-    if not args.no_render:
-        written += render_pictures(rec, urdf_xml, model, scenario, out_dir)
+    if args.urdf:
+        summary.update(urdf=str(args.urdf), skipped=scenario['skipped'], scenario={
+            k: scenario[k] for k in ('kp', 'kd', 'gravity_frequency', 'floor_height',
+                                     'collision_radius', 'thresholds',
+                                     'reach_m', 'torque_scale', 'contact')})
+    if played(scenario, CONTACT_PHASE_NAMES):
+        summary['contact'], summary['contact_series'] = contact_numbers(
+            rec, model, scenario, args.time_scale)
+    written = _figures(args, rec, model, urdf_xml, scenario, tip, out_dir, summary, series,
+                       tracked)
+    summary.pop('contact_series', None)
     summary['pictures'] = [p.name for p in written]
     summary['wall_time_s'] = round(time.monotonic() - t_start, 2)
     (out_dir / 'summary.json').write_text(json.dumps(summary, indent=2))
     print_table(summary, names)
     if 'contact' in summary:
-        print_contact_table(summary['contact'])
-    print(f"wrote {', '.join(str(p) for p in written)}, {out_dir / 'summary.json'} in "
+        print_contact_table(summary['contact'], '0.2 N*m' if not args.urdf else
+                            '1 % of each joint\'s torque scale')
+    for phase, why in summary.get('skipped', {}).items():
+        print(f'skipped phase {phase}: {why}')
+    print(f"wrote {', '.join(str(p) for p in written + [out_dir / 'summary.json'])} in "
           f"{summary['wall_time_s']:.1f} s (startup {t_ready:.1f} s)")
     return 0
 

@@ -28,7 +28,10 @@ def _parser():
     p.add_argument("recording", help="rosbag2 MCAP file with sensor_msgs/JointState, or the "
                    "bag directory ros2 bag record -s mcap writes (one or several .mcap files "
                    "and its metadata.yaml)")
-    p.add_argument("--urdf", required=True, help="the arm's URDF (the prior and the structure)")
+    p.add_argument("--urdf", required=True,
+                   help="the arm's URDF or xacro (the prior and the structure)")
+    from .core.description import add_arguments
+    add_arguments(p)   # --xacro-arg, --package-path
     p.add_argument("--out", required=True, help="identified URDF to write")
     p.add_argument("--topic", default="/joint_states")
     p.add_argument("--root-link", default=None)
@@ -105,10 +108,12 @@ def load_samples(args, model):
 def run(args):
     """The pipeline -> (report dict, model, validation Samples, tau_urdf, tau_identified)."""
     from .core import RobotModel
+    from .core.description import load_description
     from .core.identification import identified_urdf, identify, predicted_torques, rms_error
     from .core.regressor import base_parameters
 
-    model = RobotModel.from_urdf_file(args.urdf, root_link=args.root_link)
+    prior_xml = load_description(args.urdf, args.xacro_arg, args.package_path)
+    model = RobotModel.from_urdf_string(prior_xml, root_link=args.root_link)
     fit, held = load_samples(args, model)
     friction = not args.no_friction
     t0 = time.perf_counter()
@@ -119,8 +124,7 @@ def run(args):
             "weighted least squares, then the physically consistent fit"))
     result = identify(model, fit, friction, consistent=not args.unconstrained, base=base,
                       min_speed=args.min_speed, progress=Progress("regressor"))
-    with open(args.urdf, encoding="utf-8") as f:
-        xml, notes = identified_urdf(f.read(), model, result.pi, friction)
+    xml, notes = identified_urdf(prior_xml, model, result.pi, friction)
     with open(args.out, "w", encoding="utf-8") as f:
         f.write(xml)
     data = held if len(held) else fit

@@ -134,10 +134,14 @@ class RobotModel:
         return cls(parse_urdf(xml, root_link), gravity)
 
     @classmethod
-    def from_urdf_file(cls, path, root_link: str | None = None, gravity=(0.0, 0.0, -9.81)):
-        """Parse the URDF file at ``path`` (see :meth:`from_urdf_string`)."""
-        with open(path, encoding="utf-8") as f:
-            return cls.from_urdf_string(f.read(), root_link, gravity)
+    def from_urdf_file(cls, path, root_link: str | None = None, gravity=(0.0, 0.0, -9.81),
+                       xacro_args=None, package_paths=None):
+        """Parse the URDF or xacro file at ``path`` (xacro expanded with ``xacro_args``,
+        ``$(find pkg)`` through ``package_paths``: :func:`~manip_dynamics.core.description.
+        load_description`; then :meth:`from_urdf_string`)."""
+        from .description import load_description
+        return cls.from_urdf_string(load_description(path, xacro_args, package_paths),
+                                    root_link, gravity)
 
     def _copy(self, **changes):
         kw = dict(gravity=self._gravity, viscous=self._viscous, coulomb=self._coulomb,

@@ -60,7 +60,8 @@ class ArmSimulator(Node):
         super().__init__("arm_simulator")
         declare_table(self, PARAMETERS)      # the table's bounds: ParameterValueError
         values = self._values()
-        self.model, self.urdf_xml = load_robot(values["robot"], values["urdf_file"])
+        self.model, self.urdf_xml = load_robot(values["robot"], values["urdf_file"],
+                                               values["xacro_args"])
         self.joint_names = list(self.model.joint_names)
         self.plant_name = values["plant"]
         reason = check_all(values, self.joint_names, self.plant_name)  # per-joint, plant

@@ -40,6 +40,10 @@ PARAMETERS: tuple[ParamSpec, ...] = (
               "Path of a URDF file, used when the robot_description parameter is empty. "
               "When non-empty the robot_description topic is ignored.",
               "readable file that parses as a URDF"),
+    ParamSpec("xacro_args", "string", "",
+              "Arguments of a xacro urdf_file, 'name:=value name2:=value2' ($(find pkg) "
+              "resolved through ROS_PACKAGE_PATH / AMENT_PREFIX_PATH).",
+              "name:=value entries separated by spaces"),
     ParamSpec("root_link", "string", "",
               "Link taken as the model's root (base); '' = the URDF's root link. Gravity, "
               "Jacobians and Lambda are expressed in this link's axes.",

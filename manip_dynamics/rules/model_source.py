@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Callable, Mapping, Optional
 
+from manip_dynamics.core.description import load_description
 from manip_dynamics.core.errors import ManipDynamicsError, URDFError
 from manip_dynamics.core.model import RobotModel
 from manip_dynamics.rules.dynamics_parameters import (SPECS, ParameterValueError,
@@ -52,12 +53,13 @@ class Description:
     responsible: str     # the parameter a broken description is blamed on
 
 
-def read_text(path: str) -> str:
+def read_text(path: str, xacro_args: str = "") -> str:
+    """The URDF text of ``path`` (a xacro file expanded with ``xacro_args``);
+    ParameterValueError on urdf_file if it cannot be read or expanded."""
     try:
-        with open(path, encoding="utf-8") as f:
-            return f.read()
-    except OSError as exc:
-        raise ParameterValueError("urdf_file", f"cannot read {path!r}: {exc.strerror or exc}")
+        return load_description(path, xacro_args or None)
+    except URDFError as exc:
+        raise ParameterValueError("urdf_file", str(exc))
 
 
 class ModelSource:
@@ -75,8 +77,8 @@ class ModelSource:
             return Description(values["robot_description"], "parameter robot_description",
                                "robot_description")
         if values["urdf_file"]:
-            return Description(read_text(values["urdf_file"]), f"file {values['urdf_file']}",
-                               "urdf_file")
+            return Description(read_text(values["urdf_file"], values.get("xacro_args", "")),
+                               f"file {values['urdf_file']}", "urdf_file")
         if self.topic_xml is not None:
             return Description(self.topic_xml, "topic robot_description", "robot_description")
         return None

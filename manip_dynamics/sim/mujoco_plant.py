@@ -90,7 +90,23 @@ class MujocoPlant:
         self.d.time = t
         self.d.qpos[self.qadr] = np.asarray(q, dtype=float)
         self.d.qvel[self.dadr] = 0.0 if qd is None else np.asarray(qd, dtype=float)
+        self._place_mimics()
         mujoco.mj_forward(self.m, self.d)
+
+    def _place_mimics(self):
+        """Mimic joints (URDF <mimic>: MuJoCo joint equalities q1 = c0 + c1 q2 + ...) put
+        where their equality holds: left at 0, the constraint would kick the arm."""
+        for e in range(self.m.neq):
+            if self.m.eq_type[e] != mujoco.mjtEq.mjEQ_JOINT or self.m.eq_obj2id[e] < 0:
+                continue
+            a1 = self.m.jnt_qposadr[self.m.eq_obj1id[e]]
+            a2 = self.m.jnt_qposadr[self.m.eq_obj2id[e]]
+            d1, d2 = self.m.jnt_dofadr[self.m.eq_obj1id[e]], self.m.jnt_dofadr[self.m.eq_obj2id[e]]
+            c = self.m.eq_data[e, :5]
+            x = self.d.qpos[a2]
+            self.d.qpos[a1] = c[0] + c[1] * x + c[2] * x ** 2 + c[3] * x ** 3 + c[4] * x ** 4
+            self.d.qvel[d1] = (c[1] + 2 * c[2] * x + 3 * c[3] * x ** 2
+                               + 4 * c[4] * x ** 3) * self.d.qvel[d2]
 
     # ------------------------------------------------------------------ settings
     def set_friction(self, viscous, coulomb):

@@ -28,9 +28,11 @@ PARAMETERS: tuple[ParamSpec, ...] = (
     # ---- the plant (start-up only)
     ParamSpec("robot", "string", "panda", "Embedded robot to simulate (manip_dynamics.robots."
               "names()); ignored if urdf_file is set.", read_only=True),
-    ParamSpec("urdf_file", "string", "", "Path of a URDF file to simulate instead of an embedded "
-              "robot (meshes are not needed: collisions are capsules along the links).",
+    ParamSpec("urdf_file", "string", "", "Path of a URDF or xacro file to simulate instead of an "
+              "embedded robot (meshes are not needed: collisions are capsules along the links).",
               read_only=True),
+    ParamSpec("xacro_args", "string", "", "Arguments of a xacro urdf_file: 'name:=value "
+              "name2:=value2'.", read_only=True),
     ParamSpec("plant", "string", "mujoco", "mujoco: MuJoCo compiled from the URDF (limits, "
               "damping, friction loss, contact); model: RK4 on this package's own forward "
               "dynamics (the model-matched plant, no limits or contact).", choices=PLANTS,

@@ -12,16 +12,18 @@ import xml.etree.ElementTree as ET
 import numpy as np
 
 from manip_dynamics import RobotModel, robots
+from manip_dynamics.core.description import load_description
 from manip_dynamics.sim.model_plant import ModelPlant
 from manip_dynamics.sim.mujoco_plant import MujocoPlant
 from manip_dynamics.sim.parameters import per_joint
 from manip_dynamics.sim.scene import SceneOptions
 
-def load_robot(robot: str, urdf_file: str):
-    """(RobotModel, URDF text) from ``urdf_file`` if given, else the embedded ``robot``."""
+def load_robot(robot: str, urdf_file: str, xacro_args=None, package_paths=None):
+    """(RobotModel, URDF text) from ``urdf_file`` (URDF or xacro, expanded with
+    ``xacro_args``: core.description.load_description) if given, else the embedded
+    ``robot``."""
     path = os.path.expanduser(urdf_file) if urdf_file else robots.path(robot)
-    with open(path, encoding="utf-8") as f:
-        xml = f.read()
+    xml = load_description(path, xacro_args or None, package_paths)
     return RobotModel.from_urdf_string(xml), xml
 
 

@@ -107,3 +107,20 @@ def test_parse_cache_and_warnings():
     assert len(source._parsed) <= 4
     with pytest.raises(Exception, match="no movable joints"):
         source.parse("<robot name='x'><link name='a'/></robot>")
+
+
+def test_xacro_urdf_file_with_arguments(monkeypatch):
+    """urdf_file may be xacro: expanded with xacro_args, $(find) through ROS_PACKAGE_PATH;
+    what cannot be resolved is refused on urdf_file, naming it."""
+    from pathlib import Path
+    data = Path(__file__).resolve().parent.parent / "data"
+    arm = str(data / "hobby_arm_description" / "urdf" / "hobby_arm.urdf.xacro")
+    monkeypatch.delenv("AMENT_PREFIX_PATH", raising=False)
+    monkeypatch.setenv("ROS_PACKAGE_PATH", str(data))
+    state = ModelSource().for_parameters(defaults(urdf_file=arm, xacro_args="prefix:=b_"),
+                                         NO_STATE)
+    assert state.base_model.joint_names == ("b_waist", "b_shoulder", "b_elbow", "b_wrist")
+    monkeypatch.setenv("ROS_PACKAGE_PATH", "/nowhere")
+    with pytest.raises(ParameterValueError, match="urdf_file: xacro .*hobby_arm.urdf.xacro: "
+                                                  "package 'hobby_arm_description' not found"):
+        ModelSource().description(defaults(urdf_file=arm))
