@@ -152,10 +152,10 @@ def test_wheel_metadata(wheel):
         for name, req in by_name.items():
             assert req.specifier.contains(pins[name]), (extra, str(req), pins[name])
     assert set(meta.provides_extra) == {"sim", "identification", "plots", "xacro",
-                                        "equations", "all", "test"}
+                                        "equations", "safety", "all", "test"}
     assert "pytest" in reqs["test"]                      # colcon test looks for it
     optional = set().union(*(reqs[e] for e in ("sim", "identification", "plots", "xacro",
-                                               "equations")))
+                                               "equations", "safety")))
     assert set(reqs["all"]) == optional
     # each optional import is provided by a distribution of the extra its message names
     provided_by = importlib.metadata.packages_distributions()
@@ -164,6 +164,7 @@ def test_wheel_metadata(wheel):
         assert dists & set(reqs[extra]), (module, extra, dists)
 
     assert "manip_dynamics/robots/panda.urdf" in names
+    assert "manip_dynamics/safety/iso_ts_15066.yaml" in names      # the packaged body model
     assert not [n for n in names if n.startswith(("test/", "benchmarks/"))]
 
 

@@ -67,7 +67,7 @@ from manip_dynamics.rules.marker_schedule import MarkerSchedule
 from manip_dynamics.rules.model_source import Applied, Description, ModelSource
 from manip_dynamics.rules.parameter_table import ParameterTypeError
 from manip_dynamics.rules.singular_mass import (advice, joints_moving_no_inertia,
-                                                terms_without_inverse)
+                                                moves_no_inertia, terms_without_inverse)
 from manip_dynamics.rules.snapshot import Snapshot
 from manip_dynamics.rules.stamp_gate import StampGate
 from manip_dynamics.rules.stats import Level, NodeStats, diagnostic_status
@@ -399,11 +399,10 @@ class DynamicsNode(Node):
                                           damping_condition=snapshot.singular_condition)
                 g = terms.g
         except SingularConfigurationError as exc:   # M(q) singular: all that needs no M^-1
-            terms, singular = terms_without_inverse(model, q, qd, snapshot.tip_frame), True
+            terms, singular = self._terms_without_inverse(model, q, qd, snapshot, exc), True
+            if isinstance(terms, str):
+                return terms                        # not a joint moving no inertia: skipped
             g = terms.g
-            self._throttled("warning", "singular-M", f"{exc}; publishing g, C qd, M and J "
-                            "(~/dynamics: effective_inertia and inverse_effective_inertia "
-                            "empty, condition_number inf); no observer")
         except InputError as exc:             # names, lengths, or a NaN / inf value
             exc = outputs.explain(msg, exc)
             self._skip("input:" + str(exc), str(exc))
@@ -429,6 +428,24 @@ class DynamicsNode(Node):
                             "(~/gravity_torques, ~/gravity_command) and markers only; "
                             "~/coriolis_torques and ~/dynamics need velocities")
         return None
+
+    def _terms_without_inverse(self, model, q, qd, snapshot, exc):
+        """The terms that need no M^-1 (rules.singular_mass) when M(q) is singular because a
+        joint moves no inertia here (M_ii = 0); -> DynamicsTerms, or the skip reason when M
+        is not positive definite for another cause (overflowing inputs, round-off): those
+        states are skipped as before."""
+        try:
+            terms = terms_without_inverse(model, q, qd, snapshot.tip_frame)
+        except NonFiniteResultError as overflow:
+            self._skip("overflow", f"the dynamics overflowed: {overflow}")
+            return "overflow"
+        if not moves_no_inertia(terms.M):
+            self._skip("compute:" + type(exc).__name__, f"the dynamics failed: {exc}", "error")
+            return "compute error"
+        self._throttled("warning", "singular-M", f"{exc}; publishing g, C qd, M and J "
+                        "(~/dynamics: effective_inertia and inverse_effective_inertia "
+                        "empty, condition_number inf); no observer")
+        return terms
 
     def _notify_listeners(self, snapshot: Snapshot, msg: JointState, q, qd, terms,
                           momentum) -> None:
