@@ -129,6 +129,14 @@ def _scalar(elem, attr, default, where):
     return float(_floats(elem, attr, 1, (default,), where)[0])
 
 
+def _required(elem, attr, where):
+    """The number in attribute ``attr`` of ``elem``, which the URDF spec requires: URDFError
+    naming ``where`` and ``attr`` if it is absent (never a default for a required value)."""
+    if elem.get(attr) is None:
+        raise URDFError(f"{where}: missing attribute {attr} (required by the URDF spec)")
+    return _scalar(elem, attr, 0.0, where)
+
+
 def _parse_inertial(link):
     """-> (mass, com (3), I_com (3x3)) in the LINK frame, or None if no <inertial>.
 
@@ -145,9 +153,10 @@ def _parse_inertial(link):
     mass = _scalar(m_el, "value", 0.0, where + " <mass>")
     X = _origin(inertial, where)
     i_el = _child(inertial, "inertia", where)
-    I = inertia_rules.inertia_matrix(*(
-        _scalar(i_el, k, 0.0, where + " <inertia>") if i_el is not None else 0.0
-        for k in inertia_rules.INERTIA_KEYS))
+    if i_el is None:
+        raise URDFError(f"{where}: missing <inertia> (the URDF spec requires it in <inertial>)")
+    I = inertia_rules.inertia_matrix(*(_required(i_el, k, where + " <inertia>")
+                                       for k in inertia_rules.INERTIA_KEYS))
     return inertia_rules.transform(X, mass, np.zeros(3), I)
 
 
@@ -201,6 +210,8 @@ def _collect(robot):
         if name in joints:
             raise URDFError(f"duplicate joint '{name}'")
         jtype = el.get("type")
+        if jtype is None:
+            raise URDFError(f"joint '{name}' has no type attribute (required by the URDF spec)")
         if jtype not in KNOWN:
             raise UnsupportedJointError(f"joint '{name}' has unknown type {jtype!r}")
         ends = []
@@ -263,12 +274,14 @@ def _depth_first(root_link, children, joints):
 
 
 def _limits(el, jtype, where):
-    """(lower, upper, effort, velocity) of a moving joint's <limit> (inf where absent)."""
+    """(lower, upper, effort, velocity) of a moving joint's <limit>: effort and velocity are
+    required inside a <limit> (URDFError naming the joint and attribute); no <limit> gives
+    (-inf, inf, inf, inf), an absent lower / upper -inf / inf (docs/math.md, URDF defaults)."""
     lim = _child(el, "limit", where)
     if lim is None:
         return -np.inf, np.inf, np.inf, np.inf
     w = where + " <limit>"
-    effort, velocity = _scalar(lim, "effort", np.inf, w), _scalar(lim, "velocity", np.inf, w)
+    effort, velocity = _required(lim, "effort", w), _required(lim, "velocity", w)
     if effort < 0 or velocity < 0:
         raise URDFError(f"{w}: negative effort or velocity")
     if jtype == "continuous" or (lim.get("lower") is None and lim.get("upper") is None):
@@ -282,7 +295,11 @@ def _limits(el, jtype, where):
 def _moving_joint(j, el, jtype, child, pbody, X_tree):
     """One body's dict from the moving joint ``j`` (axis, limits, dynamics, mimic)."""
     where = f"joint '{j}'"
-    axis = _floats(_child(el, "axis", where), "xyz", 3, (1, 0, 0), where + " <axis>")
+    axis_el = _child(el, "axis", where)             # absent: the spec's default 1 0 0
+    if axis_el is not None and axis_el.get("xyz") is None:
+        raise URDFError(f"{where} <axis>: missing attribute xyz (required by the URDF spec "
+                        "inside <axis>; only an absent <axis> means 1 0 0)")
+    axis = _floats(axis_el, "xyz", 3, (1, 0, 0), where + " <axis>")
     if np.abs(axis).max() < 1e-12:
         raise URDFError(f"{where} has a zero <axis>")
     axis = axis / np.abs(axis).max()            # no overflow for 1e300

@@ -220,6 +220,25 @@ def same_dynamics(m1, m2, frame="c"):
     (two_link(joint("j1", "a", "b", axis="abc")), r"joint 'j1' <axis>.*not a list of numbers"),
     (robot(link("a"), link("b", 1.0, I=(-1, 1, 1, 0, 0, 0)), joint("j", "a", "b")),
      r"link 'b'.*not positive"),
+    # what the URDF spec requires is never replaced by a default (it was: x axis, ixy = 0,
+    # a zero inertia, infinite effort / velocity, "unknown type None")
+    (two_link(joint("j1", "a", "b", axis=None, extra="<axis/>")),
+     r"joint 'j1' <axis>: missing attribute xyz"),
+    (robot(link("a"), link("b", 1.0).replace('ixy="0" ', ""), joint("j", "a", "b")),
+     r"link 'b' <inertial> <inertia>: missing attribute ixy"),
+    (robot(link("a"), link("b", 1.0).replace('izz="0.01" ', ""), joint("j", "a", "b")),
+     r"link 'b' <inertial> <inertia>: missing attribute izz"),
+    (robot(link("a"), '<link name="b"><inertial><mass value="1"/></inertial></link>',
+           joint("j", "a", "b")), r"link 'b' <inertial>: missing <inertia>"),
+    (robot(link("a"), '<link name="b"><inertial><mass/><inertia ixx="1" iyy="1" izz="1" '
+           'ixy="0" ixz="0" iyz="0"/></inertial></link>', joint("j", "a", "b")),
+     r"link 'b' <inertial>: missing <mass value=...>"),
+    (two_link(joint("j1", "a", "b", extra='<limit lower="-1" upper="1" velocity="1"/>')),
+     r"joint 'j1' <limit>: missing attribute effort"),
+    (two_link(joint("j1", "a", "b", jtype="continuous", extra='<limit effort="1"/>')),
+     r"joint 'j1' <limit>: missing attribute velocity"),
+    (two_link(joint("j1", "a", "b").replace(' type="revolute"', "")),
+     r"joint 'j1' has no type attribute"),
 ])
 def test_broken_urdf_names_the_element(xml, pattern):
     with pytest.raises(URDFError, match=pattern):
@@ -249,6 +268,22 @@ def test_missing_origin_and_axis_use_urdf_defaults():
     explicit = joint("j1", "a", "b", xyz="0 0 0", rpy="0 0 0", axis="1 0 0",
                      extra='<limit lower="-1" upper="1" effort="1" velocity="1"/>')
     same_dynamics(parse(two_link(bare)), parse(two_link(explicit)))
+
+
+def test_absent_inertial_parts_use_urdf_defaults():
+    # no <inertial>: massless; no <origin> in <inertial>: identity; no <dynamics>: no friction
+    bare = two_link(extra=link("d") + '<link name="e"><inertial><mass value="0.3"/><inertia '
+                    'ixx="0.01" iyy="0.02" izz="0.03" ixy="0" ixz="0" iyz="0"/></inertial></link>'
+                    + joint("j3", "c", "d", xyz="0.2 0 0") + joint("j4", "d", "e", axis="0 1 0"))
+    explicit = two_link(extra=link("d", 0.0, I=(0, 0, 0, 0, 0, 0))
+                        + link("e", 0.3, I=(0.01, 0.02, 0.03, 0, 0, 0))
+                        + joint("j3", "c", "d", xyz="0.2 0 0",
+                                extra='<dynamics damping="0" friction="0"/>')
+                        + joint("j4", "d", "e", axis="0 1 0"))
+    m_bare, m_explicit = parse(bare), parse(explicit)
+    same_dynamics(m_bare, m_explicit, frame="e")
+    np.testing.assert_array_equal(m_bare.viscous, m_explicit.viscous)
+    np.testing.assert_array_equal(m_bare.coulomb, m_explicit.coulomb)
 
 
 def test_gazebo_and_transmission_tags_are_ignored():

@@ -1,6 +1,7 @@
 """Each core algorithm against a second, independent one (no stored expected values).
 
-- forward_dynamics  vs  solve(M, tau - ID(q, qd, 0))
+- forward_dynamics  vs  inverse_dynamics (round trip) and Pinocchio's ABA (friction and
+  the external wrench moved to the right-hand side)
 - coriolis_matrix   vs  finite differences of M (dM/dt = C + C^T; Christoffel symbols)
 - gravity_torques   vs  finite differences of potential_energy (g = dU/dq)
 - jacobian          vs  finite differences of frame_pose
@@ -8,13 +9,22 @@
 - f_ext             vs  -J^T F
 - operational space vs  its defining formulas with numpy solves
 """
+import re
+
 import numpy as np
+import pinocchio as pin
 import pytest
 from scipy.spatial.transform import Rotation
 
 from manip_dynamics import RobotModel
 
 from .test_model_api import chain3
+from .test_pinocchio import PinocchioReference
+
+# chain3 for Pinocchio: urdfdom requires a <limit> on revolute joints (limits change nothing here)
+REF = PinocchioReference(re.sub(r'(type="revolute">.*?<axis xyz="[^"]*"/>)',
+                                r'\1<limit effort="100" velocity="10"/>', chain3()),
+                         gravity=(0.3, -1.0, -9.81))
 
 H = 1e-6
 
@@ -36,9 +46,14 @@ def test_forward_dynamics_inverts_inverse_dynamics(arm, states):
         qdd = arm.forward_dynamics(q, qd, tau, friction=True, f_ext=F, f_ext_frame="tool")
         back = arm.inverse_dynamics(q, qd, qdd, friction=True, f_ext=F, f_ext_frame="tool")
         np.testing.assert_allclose(back, tau, atol=1e-11)
-        h = arm.inverse_dynamics(q, qd, np.zeros(3))
-        np.testing.assert_allclose(arm.mass_matrix(q) @ qdd + h + arm.friction_torques(qd)
-                                   - arm.jacobian(q, "tool").T @ F, tau, atol=1e-11)
+        # Pinocchio's ABA (articulated bodies, no M): M qdd + h = tau - tau_fr + J^T F, with
+        # chain3's <dynamics> on j3 (b = 0.7, f_c = 0.2) and Pinocchio's own J at "tool"
+        tau_fr = np.array([0.0, 0.0, 0.7 * qd[2] + 0.2 * np.sign(qd[2])])
+        rhs = tau - tau_fr + REF.jacobian(q, "tool").T @ F
+        G = REF.G                           # our coordinates -> Pinocchio's (by name)
+        qdd_aba = G.T @ pin.aba(REF.model, REF.data, REF.q_full(q), G @ qd, G @ rhs)
+        np.testing.assert_allclose(qdd, qdd_aba, rtol=0,
+                                   atol=1e-10 * max(1.0, np.abs(qdd_aba).max()))
 
 
 def test_external_wrench_is_minus_jacobian_transpose(arm, states):
