@@ -67,7 +67,7 @@ from manip_dynamics.rules.marker_schedule import MarkerSchedule
 from manip_dynamics.rules.model_source import Applied, Description, ModelSource
 from manip_dynamics.rules.parameter_table import ParameterTypeError
 from manip_dynamics.rules.singular_mass import (advice, joints_moving_no_inertia,
-                                                moves_no_inertia, terms_without_inverse)
+                                                terms_without_inverse)
 from manip_dynamics.rules.snapshot import Snapshot
 from manip_dynamics.rules.stamp_gate import StampGate
 from manip_dynamics.rules.stats import Level, NodeStats, diagnostic_status
@@ -430,18 +430,19 @@ class DynamicsNode(Node):
         return None
 
     def _terms_without_inverse(self, model, q, qd, snapshot, exc):
-        """The terms that need no M^-1 (rules.singular_mass) when M(q) is singular because a
-        joint moves no inertia here (M_ii = 0); -> DynamicsTerms, or the skip reason when M
-        is not positive definite for another cause (overflowing inputs, round-off): those
+        """The terms that need no M^-1 (rules.singular_mass) when M(q) is singular because the
+        model has joints that move no inertia (found at load: ``_singular_note``); ->
+        DynamicsTerms, or the skip reason when M is not positive definite for another cause
+        (a model whose M is regular, fed inputs so large that M loses precision): those
         states are skipped as before."""
+        if not self._singular_note:
+            self._skip("compute:" + type(exc).__name__, f"the dynamics failed: {exc}", "error")
+            return "compute error"
         try:
             terms = terms_without_inverse(model, q, qd, snapshot.tip_frame)
         except NonFiniteResultError as overflow:
             self._skip("overflow", f"the dynamics overflowed: {overflow}")
             return "overflow"
-        if not moves_no_inertia(terms.M):
-            self._skip("compute:" + type(exc).__name__, f"the dynamics failed: {exc}", "error")
-            return "compute error"
         self._throttled("warning", "singular-M", f"{exc}; publishing g, C qd, M and J "
                         "(~/dynamics: effective_inertia and inverse_effective_inertia "
                         "empty, condition_number inf); no observer")

@@ -36,16 +36,6 @@ def joints_moving_no_inertia(model, samples: int = 8, seed: int = 0,
     return [j for j, z in zip(model.joint_names, zero.all(axis=0)) if z]
 
 
-def moves_no_inertia(M, rtol: float = 1e-12) -> bool:
-    """Whether the finite M (n, n) has a joint i with M_ii <= rtol * max_j M_jj: a joint that
-    moves no inertia at this state (M singular for that reason, not for round-off or
-    overflowing inputs)."""
-    if not np.isfinite(M).all():
-        return False
-    diag = np.diagonal(M)
-    return bool((diag <= rtol * max(float(diag.max()), np.finfo(float).tiny)).any())
-
-
 def advice(model, joints) -> str:
     """One line: which joints move no inertia, the link to give an inertia, what is
     published and what is not."""
