@@ -15,24 +15,12 @@ import sys
 
 import sympy as sp
 
-from ..core.errors import ManipDynamicsError, URDFError
+from ..core.description import add_arguments, load_description
+from ..core.errors import ManipDynamicsError
 from .chain import MAX_JOINTS
 from .codegen import c_source, python_source
 from .derive import derive
 from .latex import latex_document
-
-
-def read_description(path):
-    """URDF text of ``path``. ``.xacro``: not yet -- the core's ROS-free xacro reader (being
-    added on another branch) plugs in HERE: expand the file to URDF text and return it."""
-    if str(path).endswith(".xacro"):
-        raise URDFError(f"{path}: xacro input is not supported yet; expand it first "
-                        "(xacro ARM.urdf.xacro > ARM.urdf) and pass the .urdf")
-    try:
-        with open(path, encoding="utf-8") as f:
-            return f.read()
-    except OSError as e:
-        raise URDFError(f"cannot read {path}: {e.strerror}") from None
 
 
 def sympy_text(eq):
@@ -51,7 +39,7 @@ def _parser():
     p = argparse.ArgumentParser(prog="python -m manip_dynamics.equations", description=(
         "Closed-form equations of motion (M, Christoffel symbols, C qd, g, friction, J^T F) "
         "of a small serial arm from its URDF, with sympy."))
-    p.add_argument("urdf", help="the arm's URDF file (.xacro: expand it first)")
+    p.add_argument("urdf", help="the arm's URDF or xacro file")
     p.add_argument("--tip", help="tip link (default: the leaf of the longest chain)")
     p.add_argument("--joints", nargs="+", metavar="JOINT",
                    help="the joints to keep as coordinates (others locked at q = 0)")
@@ -68,6 +56,7 @@ def _parser():
     p.add_argument("--prefix", help="C function prefix (default: the robot's name)")
     p.add_argument("--output", "-o", help="write here instead of stdout")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    add_arguments(p, "file")   # --xacro-arg, --package-path (core/description.py)
     return p
 
 
@@ -79,7 +68,7 @@ def _progress(stage, done, total, elapsed):
 def main(argv=None):
     args = _parser().parse_args(argv)
     try:
-        xml = read_description(args.urdf)
+        xml = load_description(args.urdf, args.xacro_arg, args.package_path)
         eq = derive(xml, simplify=args.simplify, time_limit=args.time_limit,
                     progress=None if args.quiet else _progress, tip=args.tip,
                     joints=args.joints, gravity=args.gravity,

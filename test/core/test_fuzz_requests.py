@@ -34,6 +34,7 @@ from manip_dynamics import InputError, ManipDynamicsError, RobotModel, UnknownFr
 
 from .test_fuzz_urdf import FUZZ, SEEDS
 from .test_pinocchio import PinocchioReference
+from .outcome_counts import assert_outcomes
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
@@ -259,7 +260,7 @@ def test_request_outcomes_are_predicted_and_answers_checked():
     _request()
     print(f"\nrequests: {dict(TALLY)}")
     assert TALLY["valid"] >= TALLY["cases"] / 2
-    assert TALLY == Counter(REQUEST_OUTCOMES)
+    assert_outcomes(TALLY, REQUEST_OUTCOMES)
 
 
 # Measured (hypothesis pinned, derandomized): 193 of 300 valid, every defect drawn.
