@@ -63,7 +63,10 @@ class Record:
 def test_reset_and_lockstep_switches_while_a_controller_holds_the_arm(node_process, ros_node):
     sim = node_process(["manip_dynamics.nodes.arm_simulator", "--ros-args",
                         "-p", "robot:=panda", "-p", f"initial_positions:={Q0}",
-                        "-p", "viscous_friction:=[0.0]", "-p", "coulomb_friction:=[0.0]"])
+                        "-p", "viscous_friction:=[0.0]", "-p", "coulomb_friction:=[0.0]",
+                        # load-independent: the plant waits for the answer, never steps on
+                        # (the default 0.2 s was exceeded once in CI: the arm fell)
+                        "-p", "lockstep_timeout:=5.0", "-p", "command_timeout:=5.0"])
     node = node_process(["manip_dynamics.nodes.dynamics_node"])
     node_process(["manip_dynamics.nodes.computed_torque_controller", "--ros-args",
                   "-p", "mode:=gravity"])
