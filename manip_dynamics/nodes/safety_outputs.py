@@ -51,7 +51,7 @@ class SafetyOutputs:
     def __init__(self, node, state):
         self.node, self._state = node, state
         self._lock = threading.Lock()
-        self._key = None              # (snapshot, values) the monitor was built for
+        self._built_for = None        # the node's Applied state the monitor was built for
         self._monitor = self._options = None
         self._last = self._last_markers = -np.inf
         self._log = ThrottledLog(node.get_logger(), WARNING_PERIOD)
@@ -61,23 +61,18 @@ class SafetyOutputs:
         node.create_service(CheckTrajectorySafety, SERVICE, self.on_request)
         node.state_listeners.append(self.on_state)
 
-    def _current(self, payload_mass=0.0, region=None, contact_area=None):
-        """(monitor, options) for the node's current state; a new monitor only when the
-        snapshot or the parameter values changed (or for a request's own choices)."""
+    def _current(self):
+        """(monitor, options) for the node's current state; a new monitor only after the
+        node swapped in a new state (a parameter or model change)."""
         applied = self._state()
         if applied.snapshot is None:
             raise InputError("no robot model yet")
-        key = (applied.snapshot, applied.values)
-        if key != self._key:
+        if applied is not self._built_for:
             options = options_from_values(applied.values)
             self._monitor = self._build(applied.snapshot, options, options.region,
                                         options.contact_area)
-            self._key, self._options = key, options
-        if payload_mass == 0 and region is None and contact_area is None:
-            return self._monitor, self._options
-        return self._build(applied.snapshot, self._options, region or self._options.region,
-                           contact_area or self._options.contact_area, payload_mass), \
-            self._options
+            self._built_for, self._options = applied, options
+        return self._monitor, self._options
 
     @staticmethod
     def _build(snapshot, options, region, contact_area, payload_mass=0.0):
