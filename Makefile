@@ -53,12 +53,15 @@ setup: $(STAMPS)/editable $(STAMPS)/interfaces $(STAMPS)/kernels
 # test/core under another BLAS kernel and numba target, so that a result that depends on
 # the CPU shows up on any machine (docs/math.md section 5). A TESTS= subset runs once.
 # The second run leaves out what computes no dynamics of its own: the input checks and
-# fuzzers of parsing and arguments, and xacro reading (their numeric comparisons are
-# the same kernels the closed-form, Pinocchio and example-robot-data tests rerun).
+# fuzzers of parsing and arguments, xacro reading (their numeric comparisons are the
+# same kernels the closed-form, Pinocchio and example-robot-data tests rerun), and the
+# MCAP recordings and missing optional libraries (no numbers computed at all).
 KERNEL_VARIANT := OPENBLAS_CORETYPE=Prescott NUMBA_CPU_NAME=generic
-KERNEL_VARIANT_SKIP := --ignore=test/core/test_fuzz_urdf.py --ignore=test/core/test_fuzz_requests.py \
-	--ignore=test/core/test_description.py --ignore=test/core/test_identification_inputs.py \
-	--ignore=test/core/test_adversarial.py
+KERNEL_VARIANT_SKIP := --ignore=test/core/dynamics/test_fuzz_urdf.py \
+	--ignore=test/core/dynamics/test_fuzz_requests.py --ignore=test/core/dynamics/test_description.py \
+	--ignore=test/core/identification/test_identification_inputs.py \
+	--ignore=test/core/dynamics/test_adversarial.py --ignore=test/core/identification/test_recording.py \
+	--ignore=test/core/test_extras.py
 
 test: setup
 	$(PY) -m pytest $(TESTS) $(PYTEST_ARGS)
@@ -124,9 +127,11 @@ $(STAMPS)/editable: $(STAMPS)/venv setup.py setup.cfg pyproject.toml package.xml
 		--no-deps --no-build-isolation -e .
 	@touch $@
 
-# 4. The core's numba kernels, compiled once into numba's on-disk cache
-#    (manip_dynamics/core/__pycache__), so no test, node or demo process pays the compile.
-$(STAMPS)/kernels: $(STAMPS)/editable $(wildcard manip_dynamics/core/*.py)
+# 4. The core's numba kernels, compiled once into numba's on-disk cache (the __pycache__
+#    next to each module: manip_dynamics/core/dynamics/kernels/__pycache__ and its
+#    neighbours), so no test, node or demo process pays the compile.
+$(STAMPS)/kernels: $(STAMPS)/editable $(wildcard manip_dynamics/core/*.py manip_dynamics/core/*/*.py \
+		manip_dynamics/core/*/*/*.py)
 	@echo "compiling the core's numba kernels (once; cached on disk)"
 	@$(LOCK) "$(PY)" -W ignore -c 'from manip_dynamics import RobotModel, robots; \
 		RobotModel.from_urdf_file(robots.path("panda")).warm_up()'

@@ -42,8 +42,8 @@ def _sized_from_model(urdf_file, xacro_args, tip):
     """(URDF text, simulator overrides, controller overrides) of the arm in urdf_file
     (``tip``: the task frame, '' = the model's default tip)."""
     from manip_dynamics import RobotModel
-    from manip_dynamics.core.description import load_description
-    from manip_dynamics.demo_scenario import scenario_for
+    from manip_dynamics.core.dynamics.description import load_description
+    from manip_dynamics.demos.scenario import scenario_for
 
     xml = load_description(os.path.expanduser(urdf_file), xacro_args or None)
     model = RobotModel.from_urdf_string(xml)

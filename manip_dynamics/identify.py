@@ -5,7 +5,7 @@
 RECORDING: a rosbag2 MCAP file, or the bag directory ``ros2 bag record -s mcap
 /joint_states`` writes (its metadata.yaml and one or several .mcap files), with
 sensor_msgs/JointState on ``--topic`` (position and effort required, velocity optional), or
-:func:`manip_dynamics.recording.write_joint_states`. Writes the identified URDF (same links
+:func:`manip_dynamics.core.identification.recording.write_joint_states`. Writes the identified URDF (same links
 and joints, new ``<inertial>`` and ``<dynamics>`` values), a JSON report next to it
 (``--report``) and a plot of measured against predicted torques (``--plot``). The last
 ``--holdout`` fraction of the recording is never fitted: the RMS torque errors before
@@ -30,7 +30,7 @@ def _parser():
                    "and its metadata.yaml)")
     p.add_argument("--urdf", required=True,
                    help="the arm's URDF or xacro (the prior and the structure)")
-    from .core.description import add_arguments
+    from .core.dynamics.description import add_arguments
     add_arguments(p)   # --xacro-arg, --package-path
     p.add_argument("--out", required=True, help="identified URDF to write")
     p.add_argument("--topic", default="/joint_states")
@@ -83,8 +83,8 @@ def _log(text):
 
 def load_samples(args, model):
     """-> (fit Samples, held-out Samples) from the recording (filter, decimate, split)."""
-    from .core.identification import filter_recording
-    from .recording import read_joint_states
+    from .core.identification.pipeline import filter_recording
+    from .core.identification.recording import read_joint_states
     from .rules.state_buffer import delay_efforts
 
     log = read_joint_states(args.recording, args.topic)
@@ -108,9 +108,9 @@ def load_samples(args, model):
 def run(args):
     """The pipeline -> (report dict, model, validation Samples, tau_urdf, tau_identified)."""
     from .core import RobotModel
-    from .core.description import load_description
-    from .core.identification import identified_urdf, identify, predicted_torques, rms_error
-    from .core.regressor import base_parameters
+    from .core.dynamics.description import load_description
+    from .core.identification.pipeline import identified_urdf, identify, predicted_torques, rms_error
+    from .core.identification.regressor import base_parameters
 
     prior_xml = load_description(args.urdf, args.xacro_arg, args.package_path)
     model = RobotModel.from_urdf_string(prior_xml, root_link=args.root_link)
@@ -142,7 +142,7 @@ def _predictions(model, xml, root_link, result, data, notes):
     """(tau of the URDF, tau of the identified URDF) over ``data``; if the identified URDF
     does not load (an unconstrained estimate that is no real body), tau = Y pi instead."""
     from .core import ManipDynamicsError, RobotModel
-    from .core.identification import predicted_torques
+    from .core.identification.pipeline import predicted_torques
 
     before = model.inverse_dynamics(data.q, data.qd, data.qdd, friction=True)
     try:
@@ -160,7 +160,7 @@ def _with_friction(model, result, pi):
 
 
 def _report(model, result, fit, held, before, after, notes, elapsed):
-    from .core.identification import rms_error
+    from .core.identification.pipeline import rms_error
 
     data = held if len(held) else fit
     beta, std = result.beta, result.beta_std

@@ -11,16 +11,16 @@ import sys
 import numpy as np
 import pytest
 
-from core.identification_plant import excitation, panda_models, simulate
+from core.identification.identification_plant import excitation, panda_models, simulate
 from manip_dynamics import RobotModel, robots
-from manip_dynamics.recording import write_joint_states
+from manip_dynamics.core.identification.recording import write_joint_states
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 
 
 def test_cli_identifies_a_recording(tmp_path):
     _, model, true = panda_models(seed=2)
-    trajectory = excitation()      # fixed (core/identification_plant.py)
+    trajectory = excitation()      # fixed (core/identification/identification_plant.py)
     t, q, qd, tau = simulate(true, model, trajectory)
     rng = np.random.default_rng(0)
     tau = tau + rng.normal(size=tau.shape) * 0.01 * np.sqrt(np.mean(tau ** 2, axis=0))
@@ -76,7 +76,7 @@ def test_effort_delay_undoes_a_lag_of_the_efforts(tmp_path):
     torque error falls (the model never sees the lag)."""
     from manip_dynamics import identify
     _, model, true = panda_models(seed=2)
-    trajectory = excitation()      # fixed (core/identification_plant.py)
+    trajectory = excitation()      # fixed (core/identification/identification_plant.py)
     t, q, qd, tau = simulate(true, model, trajectory)
     k = np.arange(10, len(t), 10)                             # 100 Hz
     lagged = np.stack([np.interp(t[k] - 0.005, t, col) for col in tau.T], axis=1)

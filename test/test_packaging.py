@@ -17,7 +17,7 @@ requirements are what it gets). Then
 
 numba compiles the kernels on first use (minutes on a 2-core machine). The fresh venv gets
 the kernels the working tree's run of the same blocks compiled (numba's own on-disk cache,
-manip_dynamics/core/__pycache__, copied next to the installed modules): numba uses an
+the __pycache__ folders under manip_dynamics/core, copied next to the installed modules): numba uses an
 entry only if the source file's SHA-256, the function's bytecode, the numba version and the
 CPU all match, else it compiles, so the copy cannot change a result, only the time.
 """
@@ -201,13 +201,13 @@ print(json.dumps(out))
 
 
 def _seed_numba_cache(site_packages):
-    """Copy the working tree's numba cache next to the installed core (see the module
-    docstring); -> number of files copied."""
-    source = ROOT / "manip_dynamics" / "core" / "__pycache__"
-    target = site_packages / "manip_dynamics" / "core" / "__pycache__"
-    target.mkdir(exist_ok=True)
-    files = list(source.glob("*.nbi")) + list(source.glob("*.nbc"))
+    """Copy the working tree's numba cache next to the installed core, folder by folder
+    (see the module docstring); -> number of files copied."""
+    root = ROOT / "manip_dynamics"
+    files = list(root.glob("core/**/__pycache__/*.nbi")) + list(root.glob("core/**/__pycache__/*.nbc"))
     for f in files:
+        target = site_packages / "manip_dynamics" / f.parent.relative_to(root)
+        target.mkdir(exist_ok=True)
         shutil.copy2(f, target / f.name)
     return len(files)
 

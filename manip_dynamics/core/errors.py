@@ -20,7 +20,7 @@ Every message names the joint, link, argument or shape at fault.
 ``MasslessLinkWarning`` (a ``UserWarning``) is emitted once per parsed model, naming the
 joints that move no mass and no inertia (M singular); massless frames are not warned about.
 ``InertiaWarning``: once per parsed model, the inertias kept as written or ignored
-(:mod:`manip_dynamics.core.inertia`).
+(:mod:`manip_dynamics.core.dynamics.inertia`).
 """
 
 
@@ -77,7 +77,7 @@ class InertiaWarning(UserWarning):
     """Link inertias loaded as written although no rigid body has them (principal moments
     violating the triangle inequality I3 <= I1 + I2, or a negative moment negligible at the
     robot's scale), or ignored (links welded to the fixed root). Common in exported URDFs;
-    see :mod:`manip_dynamics.core.inertia`."""
+    see :mod:`manip_dynamics.core.dynamics.inertia`."""
 
 
 __all__ = [

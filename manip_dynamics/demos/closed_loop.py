@@ -489,7 +489,7 @@ def contact_series(rec, name):
 def contact_numbers(rec, model, scenario, time_scale=1.0):
     """Per contact phase: detection delay, isolated vs true link, estimation error; for the
     contact-free tracking phase: false detections and the peak |r|."""
-    from manip_dynamics.core.contact import arm_topology
+    from manip_dynamics.core.contact.detector import arm_topology
     joint_link = arm_topology(model).joint_link
     out, series = {}, {}
     free = contact_series(rec, 'tracking')
@@ -838,7 +838,7 @@ def _parser():
                         help='your arm: a URDF or xacro file (instead of --robot); pose, '
                              'reference, push, obstacle and thresholds chosen from its model')
     parser.add_argument('--tip', default=None, help="task frame (default: the model's tip)")
-    from manip_dynamics.core.description import add_arguments
+    from manip_dynamics.core.dynamics.description import add_arguments
     add_arguments(parser)   # --xacro-arg, --package-path
     parser.add_argument('--time-scale', type=float, default=1.0,
                         help='every phase lasts this times its usual simulated time')
@@ -859,7 +859,7 @@ def _robot(args, out_dir):
     if not args.urdf:
         model, urdf_xml = load_robot(args.robot, '')
         return args.robot, model, urdf_xml, SCENARIOS[args.robot], model.default_tip
-    from manip_dynamics.demo_scenario import scenario_for
+    from manip_dynamics.demos.scenario import scenario_for
     model, urdf_xml = load_robot('', args.urdf, args.xacro_arg, args.package_path)
     tip = args.tip or model.default_tip
     if tip not in model.frame_names:

@@ -38,7 +38,7 @@ from pathlib import Path
 
 import numpy as np
 
-from manip_dynamics.demo import Recorder, _ros_environment, _start, _stop, require_parts
+from manip_dynamics.demos.closed_loop import Recorder, _ros_environment, _start, _stop, require_parts
 
 # The plant's truth (documented in the README): per-link factors of mass and of the CoM
 # offset, magnitudes 10-30%, signs mixed; a payload on the flange.
@@ -290,7 +290,7 @@ def main(argv=None):
     import warnings
     from manip_dynamics import MasslessLinkWarning, RobotModel, robots
     warnings.filterwarnings('ignore', category=MasslessLinkWarning)   # the Panda's flange
-    from manip_dynamics.core.excitation import optimize_excitation
+    from manip_dynamics.core.identification.excitation import optimize_excitation
 
     out_dir = Path(args.output)
     log_dir = out_dir / 'logs'

@@ -47,7 +47,7 @@ FREQUENCIES = (0.3, 0.35, 0.3, 0.4, 0.45, 0.4, 0.5)
 
 
 def _moving_frames(model):
-    from manip_dynamics.core.contact import arm_topology
+    from manip_dynamics.core.contact.detector import arm_topology
     topo = arm_topology(model)
     return topo, [f for f in model.frame_names if topo.frame_joint[f] >= 0]
 

@@ -15,7 +15,7 @@ import sys
 
 import sympy as sp
 
-from ..core.description import add_arguments, load_description
+from ..core.dynamics.description import add_arguments, load_description
 from ..core.errors import ManipDynamicsError
 from .chain import MAX_JOINTS
 from .codegen import c_source, python_source

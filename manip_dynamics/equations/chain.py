@@ -1,6 +1,6 @@
 """The serial chain the symbolic path derives from: the core's parsed URDF, checked and named.
 
-:func:`serial_chain` reads the core's :class:`manip_dynamics.core.urdf.Structure` (the core's
+:func:`serial_chain` reads the core's :class:`manip_dynamics.core.dynamics.urdf.Structure` (the core's
 own parser: fixed joints already merged, inertias already lumped into the moving bodies) and
 returns a :class:`Chain`: one :class:`ChainBody` per moving body from the root to the tip, in
 q order, with every number that can be a named parameter turned into a sympy symbol
@@ -38,7 +38,7 @@ import numpy as np
 import sympy as sp
 
 from ..core.errors import InputError, UnsupportedJointError, URDFError
-from ..core.urdf import PRISMATIC, parse_urdf
+from ..core.dynamics.urdf import PRISMATIC, parse_urdf
 
 MAX_JOINTS = 6          # beyond this, simplification time grows too large (docs/equations.md)
 _SNAP = 1e-15

@@ -2,7 +2,7 @@
 
     tau = M(q) qdd + C(q, qd) qd + g(q) + tau_fr(qd) - J(q)^T F
 
-the core's convention (:mod:`manip_dynamics.core.model`): g on the left-hand side (the
+the core's convention (:mod:`manip_dynamics.core.dynamics.model`): g on the left-hand side (the
 torque that holds the arm still), ``F = [f; n]`` the wrench applied TO the arm at the tip
 frame's origin in ROOT axes, ``J`` (6, n) its Jacobian ``[v; w]`` in root axes.
 

@@ -73,7 +73,7 @@ PARAMETERS = (
               per_joint='one_or_each'),
     ParamSpec('excitation_file', 'string', '',
               'Excitation trajectory played in mode excitation (JSON of '
-              'manip_dynamics.core.excitation.FourierTrajectory.save).',
+              'manip_dynamics.core.identification.excitation.FourierTrajectory.save).',
               'a readable trajectory file, or empty'),
 )
 SPECS = {spec.name: spec for spec in PARAMETERS}

@@ -42,7 +42,7 @@ from visualization_msgs.msg import Marker, MarkerArray
 
 import numpy as np
 
-from manip_dynamics.core.contact import ContactPoint, arm_topology, link_segment
+from manip_dynamics.core.contact.detector import ContactPoint, arm_topology, link_segment
 from manip_dynamics.core.errors import InputError, ManipDynamicsError
 from manip_dynamics.nodes import wire
 from manip_dynamics.rules.contact_monitor import ContactMonitor

@@ -62,7 +62,7 @@ from std_msgs.msg import ColorRGBA, Header
 from visualization_msgs.msg import Marker, MarkerArray
 
 from manip_dynamics.core.errors import ManipDynamicsError
-from manip_dynamics.core.kernels import spd_condition_number
+from manip_dynamics.core.dynamics.kernels import spd_condition_number
 
 ELLIPSOID_NS = "effective_inertia"
 ELLIPSOID_LABEL_NS = "effective_inertia_label"

@@ -53,7 +53,7 @@ from manip_dynamics.core.errors import (
     SingularConfigurationError,
     UnknownFrameError,
 )
-from manip_dynamics.core.kernels import spd_condition_number
+from manip_dynamics.core.dynamics.kernels import spd_condition_number
 from manip_dynamics_interfaces.srv import (
     ForwardDynamics,
     GetEffectiveInertia,

@@ -1,7 +1,7 @@
 """The dynamics node's contact awareness without ROS: the observer's bookkeeping per sample.
 
-The core gives the pieces (:mod:`manip_dynamics.core.observer`: the momentum observer
-r ~ tau_ext; :mod:`manip_dynamics.core.contact`: the tip wrench, detection with
+The core gives the pieces (:mod:`manip_dynamics.core.contact.observer`: the momentum observer
+r ~ tau_ext; :mod:`manip_dynamics.core.contact.detector`: the tip wrench, detection with
 hysteresis, isolation, the contact point). :class:`ContactMonitor` decides what the node
 feeds them and when it starts over; ``manip_dynamics.nodes.contact_outputs`` only turns
 its results into messages. The rules (also in docs/node.md, "Contact outputs"):
@@ -38,10 +38,10 @@ from typing import Optional
 
 import numpy as np
 
-from manip_dynamics.core.contact import (ContactDetector, WrenchSolver, contact_point,
+from manip_dynamics.core.contact.detector import (ContactDetector, WrenchSolver, contact_point,
                                         tip_wrench)
 from manip_dynamics.core.errors import InputError
-from manip_dynamics.core.observer import MomentumObserver
+from manip_dynamics.core.contact.observer import MomentumObserver
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from manip_dynamics.core.inertia import describe_defect, inertia_defect, inertia_matrix
+from manip_dynamics.core.dynamics.inertia import describe_defect, inertia_defect, inertia_matrix
 from manip_dynamics.rules.contact_monitor import options_from_values
 from manip_dynamics.rules.parameter_table import ParameterValueError, ParamSpec, check_table
 from manip_dynamics.rules.safety_options import options_from_values as safety_options

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from manip_dynamics.core.observer import finite_vector
+from manip_dynamics.core.contact.observer import finite_vector
 
 NAME_CACHE_SIZE = 16          # distinct joint name lists remembered (a driver sends one or two)
 

@@ -1,6 +1,6 @@
 """Playing an excitation trajectory file (core/excitation.py) as a controller reference. No ROS.
 
-A :class:`~manip_dynamics.core.excitation.FourierTrajectory` starts and ends at rest at
+A :class:`~manip_dynamics.core.identification.excitation.FourierTrajectory` starts and ends at rest at
 ``q(0)``; the arm is usually elsewhere when playing starts. The reference is therefore,
 with t the time since playing started and q_s the measured start position:
 
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from manip_dynamics.core.errors import InputError
-from manip_dynamics.core.excitation import FourierTrajectory
+from manip_dynamics.core.identification.excitation import FourierTrajectory
 
 LEAD_IN_SPEED = 0.3      # rad/s (m/s): the mean speed of the lead-in of the farthest joint
 

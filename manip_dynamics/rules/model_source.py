@@ -23,9 +23,9 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Callable, Mapping, Optional
 
-from manip_dynamics.core.description import load_description
+from manip_dynamics.core.dynamics.description import load_description
 from manip_dynamics.core.errors import ManipDynamicsError, URDFError
-from manip_dynamics.core.model import RobotModel
+from manip_dynamics.core.dynamics.model import RobotModel
 from manip_dynamics.rules.dynamics_parameters import (SPECS, ParameterValueError,
                                                       make_snapshot, model_conflicts)
 from manip_dynamics.rules.snapshot import Snapshot

@@ -51,7 +51,7 @@ def terms_without_inverse(model, q, qd, frame):
     (n,), M(q) (n, n), J(q) (6, n) of ``frame``'s origin in root axes; what needs it marked
     unavailable: A = J M^-1 J^T and Lambda empty (0, 0), condition_number inf, singular
     True."""
-    from manip_dynamics.core.model import DynamicsTerms
+    from manip_dynamics.core.dynamics.model import DynamicsTerms
 
     return DynamicsTerms(model.gravity_torques(q), model.coriolis_torques(q, qd),
                          model.mass_matrix(q), model.jacobian(q, frame), np.empty((0, 0)),

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from manip_dynamics.core.model import RobotModel
+from manip_dynamics.core.dynamics.model import RobotModel
 from manip_dynamics.rules.contact_monitor import ObserverOptions
 
 

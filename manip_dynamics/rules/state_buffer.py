@@ -3,7 +3,7 @@
 :class:`StateBuffer` keeps, in a ring of fixed capacity, the states a dynamics node accepted
 (stamp, q, qd and the measured effort tau, model order); a state without velocities or
 efforts is not kept. :func:`estimate_from_states` turns a stretch of it into a
-:class:`~manip_dynamics.core.payload.PayloadEstimate`:
+:class:`~manip_dynamics.core.identification.payload.PayloadEstimate`:
 
 * ``static_only``: the states at rest (every |qd_j| < rest_speed) are static poses; the
   arm's model explains ``g_arm(q)``, the rest of tau holds the payload (core/payload.py).
@@ -27,8 +27,8 @@ import threading
 import numpy as np
 
 from manip_dynamics.core.errors import InputError
-from manip_dynamics.core.identification import filter_recording
-from manip_dynamics.core.payload import estimate_payload
+from manip_dynamics.core.identification.pipeline import filter_recording
+from manip_dynamics.core.identification.payload import estimate_payload
 
 DEFAULT_REST_SPEED = 0.01      # rad/s (m/s)
 MIN_SPEED = 0.05               # rad/s (m/s): slower joints' equations are not used (moving)

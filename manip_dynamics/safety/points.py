@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..core.errors import InputError
-from ..core.model import point_transform
+from ..core.dynamics.model import point_transform
 
 
 @dataclass(frozen=True)

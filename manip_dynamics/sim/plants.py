@@ -12,7 +12,7 @@ import xml.etree.ElementTree as ET
 import numpy as np
 
 from manip_dynamics import RobotModel, robots
-from manip_dynamics.core.description import load_description
+from manip_dynamics.core.dynamics.description import load_description
 from manip_dynamics.sim.model_plant import ModelPlant
 from manip_dynamics.sim.mujoco_plant import MujocoPlant
 from manip_dynamics.sim.parameters import per_joint

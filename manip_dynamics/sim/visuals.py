@@ -3,7 +3,7 @@
 The plant (:mod:`manip_dynamics.sim.scene`) drops every ``<visual>`` and collides with
 capsules. For the demo's renders, :func:`add_visuals` puts the visual shapes back onto the
 bodies: boxes, cylinders, spheres, and meshes MuJoCo can read (STL, OBJ) whose
-``package://`` / relative file names resolve (:func:`manip_dynamics.core.description.
+``package://`` / relative file names resolve (:func:`manip_dynamics.core.dynamics.description.
 resolve_package_uri`). They carry no mass and collide with nothing. Frames: each visual's
 ``<origin xyz rpy>`` in its link's frame (rpy: fixed-axis X, Y, Z, as URDF); m.
 """
@@ -14,7 +14,7 @@ import xml.etree.ElementTree as ET
 import mujoco
 import numpy as np
 
-from manip_dynamics.core.description import resolve_package_uri
+from manip_dynamics.core.dynamics.description import resolve_package_uri
 from manip_dynamics.core.errors import URDFError
 
 MESH_SUFFIXES = (".stl", ".obj")

@@ -1,9 +1,9 @@
 """The core tests run with the direct kernel calls checked: every call compares its
-argument types with the compiled entry point's (manip_dynamics.core.model._direct), so a
+argument types with the compiled entry point's (manip_dynamics.core.dynamics.model._direct), so a
 wrapper that ever passes another type fails here instead of reading memory wrongly."""
 import pytest
 
-from manip_dynamics.core import model
+from manip_dynamics.core.dynamics import model
 
 
 @pytest.fixture(autouse=True, scope="session")

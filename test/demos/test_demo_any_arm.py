@@ -47,8 +47,8 @@ def run(request, tmp_path_factory):
 
 def test_any_arm_holds_tracks_and_feels_the_push(run):
     from manip_dynamics import RobotModel
-    from manip_dynamics.core.contact import arm_topology
-    from manip_dynamics.core.description import load_description
+    from manip_dynamics.core.contact.detector import arm_topology
+    from manip_dynamics.core.dynamics.description import load_description
 
     name, proc, out = run
     assert proc.returncode == 0, proc.stderr[-3000:]

@@ -46,7 +46,7 @@ def test_drift_falls_twenty_fold_and_g_matches_the_plant(demo):
 def test_recording_and_outputs_exist(demo):
     proc, out = demo
     assert proc.returncode == 0
-    from manip_dynamics.recording import read_joint_states
+    from manip_dynamics.core.identification.recording import read_joint_states
     log = read_joint_states(out / "run.mcap")
     assert log.effort is not None and log.t[-1] > 10.0           # one 10 s period, at rest after
     assert (out / "identification.png").stat().st_size > 10_000

@@ -13,7 +13,7 @@ from rclpy.parameter import Parameter
 from sensor_msgs.msg import JointState
 
 from manip_dynamics import RobotModel, robots
-from manip_dynamics.core.excitation import optimize_excitation
+from manip_dynamics.core.identification.excitation import optimize_excitation
 from manip_dynamics.rules.excitation_player import LEAD_IN_SPEED
 from manip_dynamics_interfaces.srv import EstimatePayload, GetGravityTorques
 

@@ -13,7 +13,7 @@ from rclpy.serialization import deserialize_message
 from sensor_msgs.msg import JointState
 from std_srvs.srv import Trigger
 
-from manip_dynamics.recording import SCHEMA_NAME, read_joint_states
+from manip_dynamics.core.identification.recording import SCHEMA_NAME, read_joint_states
 
 RECORDER = "manip_dynamics.nodes.recorder"
 NAMES = ["j1", "j2", "j3"]

@@ -4,7 +4,7 @@ import pytest
 
 from manip_dynamics import RobotModel, robots
 from manip_dynamics.core.errors import InputError
-from manip_dynamics.core.excitation import FourierTrajectory
+from manip_dynamics.core.identification.excitation import FourierTrajectory
 from manip_dynamics.rules.excitation_player import LEAD_IN_SPEED, ExcitationPlayer, load_trajectory
 from manip_dynamics.rules.state_buffer import StateBuffer, delay_efforts, estimate_from_states
 

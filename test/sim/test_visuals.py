@@ -8,7 +8,7 @@ import mujoco
 import numpy as np
 import pytest
 
-from manip_dynamics.core.description import load_description
+from manip_dynamics.core.dynamics.description import load_description
 from manip_dynamics.sim.plants import load_robot
 from manip_dynamics.sim.scene import build_model, build_spec
 from manip_dynamics.sim.visuals import add_visuals

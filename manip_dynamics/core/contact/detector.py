@@ -18,10 +18,10 @@ from collections import namedtuple
 import numpy as np
 from numba import njit
 
-from .errors import InputError
-from .kernels import cho_solve, cholesky
+from ..dynamics.kernels import cho_solve, cholesky
+from ..dynamics.kernels.symmetric_eigen import symmetric_eigenvalues
+from ..errors import InputError
 from .observer import _positive_vector
-from .symmetric_eigen import symmetric_eigenvalues
 
 # ============================================================================ tip wrench
 WrenchEstimate = namedtuple("WrenchEstimate", "F sigma damped")

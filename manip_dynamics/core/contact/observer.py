@@ -90,7 +90,7 @@ from collections import namedtuple
 import numpy as np
 from numba import njit
 
-from .errors import InputError
+from ..errors import InputError
 
 EFFORT_MEANINGS = ("total", "minus_gravity")
 EFFORT_TIMINGS = ("sampled", "held")

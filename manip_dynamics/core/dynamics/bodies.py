@@ -1,7 +1,7 @@
 """The body table: the parsed tree as one record per body, with named fields, for the kernels.
 
 ``body_table(structure, inert)`` builds it once per model from what the parser returns
-(:class:`manip_dynamics.core.urdf.Structure`: its ``topo`` and ``geom`` arrays and the
+(:class:`manip_dynamics.core.dynamics.urdf.Structure`: its ``topo`` and ``geom`` arrays and the
 model's inertias ``inert``, payloads included). Body ``i`` is the moving joint ``i`` in
 depth-first order and the links it carries; the kernels read ``bodies[i].parent``,
 ``bodies[i].R_tree`` ... instead of packed columns.

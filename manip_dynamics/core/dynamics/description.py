@@ -23,7 +23,7 @@ import threading
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from .errors import URDFError
+from ..errors import URDFError
 
 _XACRO_LOCK = threading.Lock()     # the xacro package keeps its state in module globals
 

@@ -45,10 +45,10 @@ import numba
 import numpy as np
 from numba import njit
 
+from ..errors import (InputError, NonFiniteResultError, SingularConfigurationError,
+                      UnknownFrameError)
 from . import kernels as K
 from .bodies import body_table
-from .errors import (InputError, NonFiniteResultError, SingularConfigurationError,
-                     UnknownFrameError)
 from .inertia import describe_defect, inertia_defect
 from .urdf import Structure, parse_urdf
 
@@ -137,7 +137,7 @@ class RobotModel:
     def from_urdf_file(cls, path, root_link: str | None = None, gravity=(0.0, 0.0, -9.81),
                        xacro_args=None, package_paths=None):
         """Parse the URDF or xacro file at ``path`` (xacro expanded with ``xacro_args``,
-        ``$(find pkg)`` through ``package_paths``: :func:`~manip_dynamics.core.description.
+        ``$(find pkg)`` through ``package_paths``: :func:`~manip_dynamics.core.dynamics.description.
         load_description`; then :meth:`from_urdf_string`)."""
         from .description import load_description
         return cls.from_urdf_string(load_description(path, xacro_args, package_paths),
@@ -175,7 +175,7 @@ class RobotModel:
         """dict frame -> (mass, com (3,) in frame axes, inertia (3, 3) about com, frame axes)."""
         return dict(self._payloads)
 
-    # ---- moving bodies (identification, manip_dynamics.core.regressor)
+    # ---- moving bodies (identification, manip_dynamics.core.identification.regressor)
     body_links = property(lambda self: self._s.body_links, doc=(
         "link of each moving body, depth-first: the child link of each revolute / continuous / "
         "prismatic joint (mimic joints included); links below it on fixed joints are lumped into "

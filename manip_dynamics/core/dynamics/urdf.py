@@ -6,7 +6,7 @@ Links attached by ``fixed`` joints are merged into the body they hang from (thei
 inertia is lumped; their frame stays available as a fixed offset). Links merged into the
 root (the fixed base) carry no dynamics.
 
-Packed arrays (read by the numba kernels in :mod:`manip_dynamics.core.kernels`), body
+Packed arrays (read by the numba kernels in :mod:`manip_dynamics.core.dynamics.kernels`), body
 ``i`` in depth-first order, its parent body ``parent[i] < i`` (``-1`` = root):
 
 - ``topo`` int64 (nb, 3): ``parent, jtype (0 revolute, 1 prismatic), master``.
@@ -23,7 +23,7 @@ any length load): read the XML (:func:`_read`), collect and validate links and j
 (:func:`_collect`), check the tree and find the root (:func:`_check_tree`), order the
 joints depth-first (:func:`_depth_first`), read each joint (:func:`_read_joints`), resolve
 mimic chains (:func:`_resolve_mimic`), apply the inertia policy and lump the inertias
-(:func:`_lump_inertias`, rules in :mod:`manip_dynamics.core.inertia`), pack the arrays.
+(:func:`_lump_inertias`, rules in :mod:`manip_dynamics.core.dynamics.inertia`), pack the arrays.
 """
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import inertia as inertia_rules
-from .errors import InertiaWarning, MasslessLinkWarning, UnsupportedJointError, URDFError
+from ..errors import InertiaWarning, MasslessLinkWarning, UnsupportedJointError, URDFError
 
 MOVING = ("revolute", "continuous", "prismatic")
 KNOWN = MOVING + ("fixed", "floating", "planar")

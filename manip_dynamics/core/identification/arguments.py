@@ -11,8 +11,8 @@ import numbers
 
 import numpy as np
 
-from .errors import InputError
-from .model import _as_float
+from ..dynamics.model import _as_float
+from ..errors import InputError
 
 
 def _shape_text(shape):

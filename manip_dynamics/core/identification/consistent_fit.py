@@ -38,8 +38,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import InputError
-from .extras import import_extra
+from ..errors import InputError
+from ..extras import import_extra
 from .regressor import pseudo_inertia
 
 _PSD_VEC = np.stack([pseudo_inertia(e).ravel() for e in np.eye(10)], axis=1)   # (16, 10)

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.optimize
 
-from .errors import InputError
+from ..errors import InputError
 from .regressor import base_parameters, joint_torque_regressor
 
 FORMAT = "manip_dynamics.fourier_trajectory"

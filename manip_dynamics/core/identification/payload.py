@@ -18,8 +18,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..errors import InputError
 from . import arguments
-from .errors import InputError
 from .regressor import frame_regressor, inertia_from_parameters
 
 

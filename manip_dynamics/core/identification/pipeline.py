@@ -25,14 +25,14 @@ import numpy as np
 import scipy.linalg
 import scipy.signal
 
+from ..dynamics.model import _flag
+from ..dynamics.urdf import _parse_inertial
+from ..errors import InputError
 from . import arguments
 from .consistent_fit import consistent_fit
-from .errors import InputError
-from .model import _flag
 from .regressor import (base_parameters, inertia_from_parameters, inertial_parameters,
                         joint_torque_regressor, model_parameters, parameter_names,
                         physically_consistent)
-from .urdf import _parse_inertial
 
 
 @dataclass(frozen=True)
@@ -281,7 +281,7 @@ def _check_excitation(R, base):
         weakest = base.expressions()[int(np.argmax(np.abs(Vt[-1])))]
         raise InputError(f"the recording does not excite every base parameter (condition "
                          f"number {cond:.3g}): weakest {weakest!r}; record an excitation "
-                         "trajectory (manip_dynamics.core.excitation)")
+                         "trajectory (manip_dynamics.core.identification.excitation)")
     return cond
 
 

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .core.errors import InputError
-from .core.extras import import_extra
+from ..errors import InputError
+from ..extras import import_extra
 
 TOPIC = "/joint_states"
 SCHEMA_NAME = "sensor_msgs/msg/JointState"

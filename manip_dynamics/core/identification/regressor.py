@@ -41,8 +41,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..errors import InputError
 from . import arguments
-from .errors import InputError
 
 PARAMETER_NAMES = ("m", "mcx", "mcy", "mcz", "Ixx", "Ixy", "Iyy", "Ixz", "Iyz", "Izz")
 _SYM = ((0, 0), (0, 1), (1, 1), (0, 2), (1, 2), (2, 2))    # I entries in parameter order

@@ -1,5 +1,5 @@
 """The momentum observer, the tip wrench, contact detection and the contact point
-(manip_dynamics.core.observer / contact; derivations: docs/math.md section 8).
+(manip_dynamics.core.contact.observer / contact; derivations: docs/math.md section 8).
 
 References, all independent of the code under test:
 
@@ -25,13 +25,13 @@ import numpy as np
 import pytest
 
 from manip_dynamics import InputError, RobotModel
-from manip_dynamics.core.contact import (ContactDetector, arm_topology, contact_point,
+from manip_dynamics.core.contact.detector import (ContactDetector, arm_topology, contact_point,
                                          link_segment, most_distal, tip_wrench)
-from manip_dynamics.core.observer import MomentumObserver, exact_step
+from manip_dynamics.core.contact.observer import MomentumObserver, exact_step
 
-from . import urdf_factory as uf
-from .test_closed_forms import G0, GRAVITY, Planar2R
-from .test_pinocchio import PANDA
+from .. import urdf_factory as uf
+from ..dynamics.test_closed_forms import G0, GRAVITY, Planar2R
+from ..dynamics.test_pinocchio import PANDA
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 

@@ -27,13 +27,13 @@ import numpy as np
 import pytest
 
 from manip_dynamics import InputError, RobotModel
-from manip_dynamics.core.contact import ContactDetector, WrenchSolver, tip_wrench
-from manip_dynamics.core.observer import MomentumObserver
+from manip_dynamics.core.contact.detector import ContactDetector, WrenchSolver, tip_wrench
+from manip_dynamics.core.contact.observer import MomentumObserver
 from manip_dynamics.rules.contact_monitor import ContactMonitor, ObserverOptions
 
-from . import urdf_factory as uf
-from .identification_plant import excitation
-from .test_pinocchio import PANDA
+from .. import urdf_factory as uf
+from ..identification.identification_plant import excitation
+from ..dynamics.test_pinocchio import PANDA
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 

@@ -21,7 +21,7 @@ import math
 import numpy as np
 import pytest
 
-from . import urdf_factory as uf
+from .. import urdf_factory as uf
 from .test_pinocchio import PinocchioReference, assert_close
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from manip_dynamics import RobotModel, robots
-from manip_dynamics.core.description import (find_package, load_description,
+from manip_dynamics.core.dynamics.description import (find_package, load_description,
                                               parse_xacro_args, resolve_package_uri)
 from manip_dynamics.core.errors import URDFError
 

@@ -22,7 +22,7 @@ import os
 import numpy as np
 import pytest
 
-from . import urdf_factory as uf
+from .. import urdf_factory as uf
 from .test_pinocchio import DOUBLE_PENDULUM
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")

@@ -40,7 +40,7 @@ import pytest
 
 from manip_dynamics import RobotModel, URDFError
 
-from . import urdf_factory as uf
+from .. import urdf_factory as uf
 from .test_pinocchio import ERD, TOL, PinocchioReference, assert_close
 
 FILES = sorted(os.path.relpath(f, ERD) for f in glob.glob(f"{ERD}/**/*.urdf", recursive=True))

@@ -34,7 +34,7 @@ from manip_dynamics import InputError, ManipDynamicsError, RobotModel, UnknownFr
 
 from .test_fuzz_urdf import FUZZ, SEEDS
 from .test_pinocchio import PinocchioReference
-from .outcome_counts import assert_outcomes
+from ..outcome_counts import assert_outcomes
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")

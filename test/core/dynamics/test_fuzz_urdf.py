@@ -46,7 +46,7 @@ from hypothesis import strategies as st
 from manip_dynamics import ManipDynamicsError, RobotModel, robots
 
 from .test_pinocchio import ERD, PinocchioReference, symmetrize_upper
-from .outcome_counts import assert_outcomes
+from ..outcome_counts import assert_outcomes
 
 FUZZ = settings(derandomize=True, deadline=None, database=None, print_blob=False,
                 suppress_health_check=list(HealthCheck))

@@ -14,7 +14,7 @@ import pinocchio as pin
 import pytest
 
 from manip_dynamics import InertiaWarning, RobotModel, URDFError
-from manip_dynamics.core import inertia as IN
+from manip_dynamics.core.dynamics import inertia as IN
 
 from .test_model_api import joint, link, robot
 

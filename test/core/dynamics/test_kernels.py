@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from manip_dynamics import RobotModel
-from manip_dynamics.core import kernels as K
-from manip_dynamics.core.bodies import BODY, PRISMATIC, REVOLUTE, body_table
+from manip_dynamics.core.dynamics import kernels as K
+from manip_dynamics.core.dynamics.bodies import BODY, PRISMATIC, REVOLUTE, body_table
 
 from .test_model_api import chain3
 

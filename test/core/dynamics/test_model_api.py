@@ -610,8 +610,8 @@ def test_direct_calls_check_their_argument_types(arm):
     """A direct kernel call (model._direct) uses the entry point of the kernel's first
     types; with checking on (the core tests run so) any other types are refused instead of
     being read with the wrong layout; the entry point's results equal the dispatcher's."""
-    from manip_dynamics.core import kernels as K
-    from manip_dynamics.core import model as core_model
+    from manip_dynamics.core.dynamics import kernels as K
+    from manip_dynamics.core.dynamics import model as core_model
 
     arm.gravity_torques(np.zeros(3))
     Q = np.random.default_rng(2).normal(size=(5, 3))

@@ -17,7 +17,7 @@ import numpy as np
 import pinocchio as pin
 import pytest
 
-from . import urdf_factory as uf
+from .. import urdf_factory as uf
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 

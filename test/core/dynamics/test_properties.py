@@ -20,7 +20,7 @@ import pytest
 
 from manip_dynamics import RobotModel
 
-from . import urdf_factory as uf
+from .. import urdf_factory as uf
 from .test_pinocchio import PANDA, UR5, PinocchioReference, _read, assert_close
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")

@@ -11,7 +11,7 @@ import math
 import numpy as np
 import pytest
 
-from manip_dynamics.core.symmetric_eigen import (symmetric_eigenvalues, tridiagonal_eigenvalues,
+from manip_dynamics.core.dynamics.kernels.symmetric_eigen import (symmetric_eigenvalues, tridiagonal_eigenvalues,
                                                  tridiagonalize)
 
 EPS = np.finfo(float).eps

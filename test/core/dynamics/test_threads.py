@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 
 from manip_dynamics import InputError, NonFiniteResultError, RobotModel
-from manip_dynamics.core import model as model_module
-from manip_dynamics.core.model import get_threads, set_threads
+from manip_dynamics.core.dynamics import model as model_module
+from manip_dynamics.core.dynamics.model import get_threads, set_threads
 
 # batches of at least 2 * MIN_STATES_PER_THREAD states are threaded; lowered here so that
 # every thread count below gets its threads with a small batch
@@ -99,7 +99,7 @@ def test_threads_really_run_in_parallel_blocks(panda, states, monkeypatch):
     panda.gravity_torques(Q[0])           # one state: the one-state kernel, no launch
     assert used == [(2, N_STATES), (None, 1)]
     # the kernels themselves: every block count gives the serial bits
-    from manip_dynamics.core import kernels as K
+    from manip_dynamics.core.dynamics import kernels as K
     ref = np.empty_like(Q)
     assert K.batch_gravity(panda._bodies, panda.gravity, Q, ref) == 0
     for chunks in (1, 2, 5, N_STATES):
@@ -158,7 +158,7 @@ def test_default_thread_count_uses_only_idle_cpus():
     """Without an explicit count, a launch takes 1 + the CPUs nobody else runs on (the
     calling thread is one of the running tasks, our spinning workers are not load);
     unknown load: one thread."""
-    from manip_dynamics.core.model import idle_thread_count
+    from manip_dynamics.core.dynamics.model import idle_thread_count
     assert idle_thread_count(2, 1, 2) == 2          # only this thread runs: both CPUs
     assert idle_thread_count(2, 2, 2) == 1          # one other task: the other CPU is taken
     assert idle_thread_count(4, 3, 8) == 4          # capped by the count wanted
@@ -172,7 +172,7 @@ def test_default_thread_count_uses_only_idle_cpus():
 
 
 def test_running_tasks_reads_proc_loadavg(tmp_path):
-    from manip_dynamics.core.model import running_tasks
+    from manip_dynamics.core.dynamics.model import running_tasks
     f = tmp_path / "loadavg"
     f.write_text("0.36 0.54 0.80 3/79 19166\n")
     assert running_tasks(str(f)) == 3
@@ -189,7 +189,7 @@ def test_default_launch_is_serial_on_a_busy_machine(panda, states, monkeypatch):
     """The default count follows the load read at each launch: every other CPU busy -> the
     serial entry point; idle -> the threaded one; an explicit threads= is used as given.
     The same bits either way."""
-    from manip_dynamics.core import kernels as K
+    from manip_dynamics.core.dynamics import kernels as K
     Q, _ = states
     monkeypatch.delenv("MANIP_DYNAMICS_THREADS", raising=False)
     set_threads(None)

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from numba import njit
 
-from manip_dynamics.core.trig import REDUCTION_LIMIT, sin_cos
+from manip_dynamics.core.dynamics.kernels.trig import REDUCTION_LIMIT, sin_cos
 
 
 @njit(cache=False)

@@ -16,7 +16,7 @@ import xml.etree.ElementTree as ET
 
 import numpy as np
 
-from .test_pinocchio import ERD, PinocchioReference
+from ..dynamics.test_pinocchio import ERD, PinocchioReference
 
 ARMS = ("double_pendulum_description/urdf/double_pendulum.urdf",
         "asr_twodof_description/urdf/TwoDofs.urdf",

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from manip_dynamics import RobotModel, robots
-from manip_dynamics.core.excitation import FourierTrajectory
+from manip_dynamics.core.identification.excitation import FourierTrajectory
 
 PAYLOAD = ("panda_link8", 1.2, (0.01, 0.02, 0.05), np.diag([2e-3, 3e-3, 1e-3]))
 # The excitation of the accuracy tests, a fixed input: optimize_excitation(panda, max_iter=3)

@@ -15,12 +15,12 @@ import pinocchio as pin
 import pytest
 
 from manip_dynamics import InertiaWarning, InputError, RobotModel, robots
-from manip_dynamics.core import excitation as E
+from manip_dynamics.core.identification import excitation as E
 from manip_dynamics.core import identification as I
-from manip_dynamics.core import payload as P
-from manip_dynamics.core import regressor as R
+from manip_dynamics.core.identification import payload as P
+from manip_dynamics.core.identification import regressor as R
 
-from . import urdf_factory as uf
+from .. import urdf_factory as uf
 from .identification_plant import PAYLOAD, excitation, panda_models, simulate
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")

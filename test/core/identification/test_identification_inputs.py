@@ -19,10 +19,10 @@ from hypothesis import strategies as st
 
 from manip_dynamics import InputError, RobotModel, robots
 from manip_dynamics.core import identification as I
-from manip_dynamics.core import payload as P
-from manip_dynamics.core import regressor as R
+from manip_dynamics.core.identification import payload as P
+from manip_dynamics.core.identification import regressor as R
 
-from .test_fuzz_urdf import FUZZ
+from ..dynamics.test_fuzz_urdf import FUZZ
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 

@@ -16,10 +16,10 @@ import pinocchio as pin
 import pytest
 
 from manip_dynamics import InputError, RobotModel, robots
-from manip_dynamics.core import regressor as R
+from manip_dynamics.core.identification import regressor as R
 
-from . import urdf_factory as uf
-from .test_pinocchio import ROBOTS, PinocchioReference, assert_close
+from .. import urdf_factory as uf
+from ..dynamics.test_pinocchio import ROBOTS, PinocchioReference, assert_close
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 

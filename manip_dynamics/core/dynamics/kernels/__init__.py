@@ -7,7 +7,7 @@ Conventions (all kernels):
   a spatial velocity ``V = [v_O; w]`` gives the velocity ``v_P = v_O + w x P`` of any
   body-fixed point P; a spatial force ``F = [f; n_O]``.  In this notation the motion
   subspaces add without transforms: ``V_i = V_parent + S_i qd_i``.
-- ``bodies`` is the body table (:mod:`manip_dynamics.core.bodies`): one record per moving
+- ``bodies`` is the body table (:mod:`manip_dynamics.core.dynamics.bodies`): one record per moving
   joint, ``bodies[i].parent < i`` (-1 = root), ``.jtype``, ``.axis``, ``.R_tree``,
   ``.p_tree``, ``.q_index``, ``.mimic_multiplier``, ``.mimic_offset``, ``.mass``, ``.com``,
   ``.I_com``. A joint type other than revolute or prismatic is refused (ValueError).
@@ -52,7 +52,7 @@ from collections import namedtuple
 import numpy as np
 from numba import njit, prange
 
-from .bodies import PRISMATIC, REVOLUTE
+from ..bodies import PRISMATIC, REVOLUTE
 from .symmetric_eigen import symmetric_eigenvalues
 from .trig import sin_cos
 

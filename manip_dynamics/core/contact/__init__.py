@@ -1,0 +1,18 @@
+"""Contact awareness: the external torques an arm feels, and where and how hard it is touched.
+
+Holds: the generalized-momentum observer r ~ tau_ext and its discretisation
+(:mod:`.observer`); from its residual, the tip wrench, per-joint detection with hysteresis,
+isolation of the most distal link in contact and the contact point along it
+(:mod:`.detector`).
+
+May import: numpy, numba, :mod:`manip_dynamics.core.dynamics` (the model, the Cholesky and
+eigenvalue kernels) and :mod:`manip_dynamics.core.errors`. Never identification, rules or
+nodes (the node's contact outputs live in :mod:`manip_dynamics.nodes`).
+"""
+from .detector import (ArmTopology, ContactDetector, ContactPoint, ContactState, WrenchEstimate,
+                       arm_topology, contact_point, tip_wrench)
+from .observer import MomentumObserver, ObserverStep
+
+__all__ = ["MomentumObserver", "ObserverStep", "ContactDetector", "ContactState",
+           "ContactPoint", "WrenchEstimate", "ArmTopology", "arm_topology", "contact_point",
+           "tip_wrench"]

@@ -1,0 +1,14 @@
+"""The rigid-body engine: from a URDF to M, C, g, J, Lambda of every state.
+
+Holds: robot descriptions from files, URDF or xacro (:mod:`.description`); the URDF parser
+and its kinematic tree (:mod:`.urdf`); every inertia rule (:mod:`.inertia`); the body table
+the kernels read (:mod:`.bodies`); the frozen :class:`RobotModel`, its argument checks and
+thread policy (:mod:`.model`); the numba kernels (:mod:`.kernels`).
+
+May import: numpy, scipy, numba, :mod:`manip_dynamics.core.errors` and
+:mod:`manip_dynamics.core.extras` (xacro). Nothing else of the package: contact,
+identification, safety, equations and the nodes build on this folder, never the reverse.
+"""
+from .model import DynamicsTerms, InertiaEllipsoid, RobotModel
+
+__all__ = ["RobotModel", "DynamicsTerms", "InertiaEllipsoid"]
