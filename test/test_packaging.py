@@ -204,7 +204,8 @@ def _seed_numba_cache(site_packages):
     """Copy the working tree's numba cache next to the installed core, folder by folder
     (see the module docstring); -> number of files copied."""
     root = ROOT / "manip_dynamics"
-    files = list(root.glob("core/**/__pycache__/*.nbi")) + list(root.glob("core/**/__pycache__/*.nbc"))
+    files = [f for pattern in ("*.nbi", "*.nbc", "kernel_sources.sha256")
+             for f in root.glob("core/**/__pycache__/" + pattern)]
     for f in files:
         target = site_packages / "manip_dynamics" / f.parent.relative_to(root)
         target.mkdir(exist_ok=True)
