@@ -56,7 +56,7 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 from manip_dynamics import RobotModel  # noqa: E402
-from manip_dynamics.core.dynamics.model import get_threads  # noqa: E402
+from manip_dynamics.core.dynamics.launch import get_threads  # noqa: E402
 
 ROBOTS_DIR = os.path.join(sys.prefix, "lib", f"python{sys.version_info[0]}.{sys.version_info[1]}",
                           "site-packages", "cmeel.prefix", "share", "example-robot-data", "robots")

@@ -2,8 +2,10 @@
 
 Holds: robot descriptions from files, URDF or xacro (:mod:`.description`); the URDF parser
 and its kinematic tree (:mod:`.urdf`); every inertia rule (:mod:`.inertia`); the body table
-the kernels read (:mod:`.bodies`); the frozen :class:`RobotModel`, its argument checks and
-thread policy (:mod:`.model`); the numba kernels (:mod:`.kernels`).
+the kernels read (:mod:`.bodies`); the frozen :class:`RobotModel` (:mod:`.model`), what it
+returns (:mod:`.results`: DynamicsTerms, InertiaEllipsoid, the bundle's views), its argument
+checks (:mod:`.checks`) and how it calls the kernels (:mod:`.launch`: thread count, direct
+entry points); the numba kernels (:mod:`.kernels`).
 
 May import: numpy, scipy, numba, :mod:`manip_dynamics.core.errors` and
 :mod:`manip_dynamics.core.extras` (xacro). Nothing else of the package: contact,

@@ -3,7 +3,8 @@ each raises InputError naming the argument, its expected shape and the first bad
 
 ``array(name, x, shape)``: a finite float array of ``shape`` (None: any length there);
 ``scalar(name, x, low, high)``: a finite real in [low, high]; ``count(name, x, low)``: an
-integer >= low. Numeric conversion (no bools, strings, ragged lists) is model._as_float's.
+integer >= low. Numeric conversion (no bools, strings, ragged lists) is
+:func:`manip_dynamics.core.dynamics.checks._as_float`'s.
 """
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import numbers
 
 import numpy as np
 
-from ..dynamics.model import _as_float
+from ..dynamics.checks import _as_float
 from ..errors import InputError
 
 

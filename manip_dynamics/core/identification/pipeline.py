@@ -25,7 +25,7 @@ import numpy as np
 import scipy.linalg
 import scipy.signal
 
-from ..dynamics.model import _flag
+from ..dynamics.checks import _flag
 from ..dynamics.urdf import _parse_inertial
 from ..errors import InputError
 from . import arguments

@@ -611,18 +611,18 @@ def test_direct_calls_check_their_argument_types(arm):
     types; with checking on (the core tests run so) any other types are refused instead of
     being read with the wrong layout; the entry point's results equal the dispatcher's."""
     from manip_dynamics.core.dynamics import kernels as K
-    from manip_dynamics.core.dynamics import model as core_model
+    from manip_dynamics.core.dynamics import launch as core_launch
 
     arm.gravity_torques(np.zeros(3))
     Q = np.random.default_rng(2).normal(size=(5, 3))
     out_direct, out_dispatch = np.empty((5, 3)), np.empty((5, 3))
-    core_model._direct(K.batch_gravity, (arm._bodies, arm._gravity, Q, out_direct))
+    core_launch._direct(K.batch_gravity, (arm._bodies, arm._gravity, Q, out_direct))
     K.batch_gravity(arm._bodies, arm._gravity, Q, out_dispatch)
     np.testing.assert_array_equal(out_direct, out_dispatch)
     fortran = np.asfortranarray(Q)
-    core_model.check_direct_calls(True)
+    core_launch.check_direct_calls(True)
     with pytest.raises(AssertionError, match="batch_gravity: direct call with"):
-        core_model._direct(K.batch_gravity, (arm._bodies, arm._gravity, fortran,
+        core_launch._direct(K.batch_gravity, (arm._bodies, arm._gravity, fortran,
                                              np.empty((5, 3))))
     with pytest.raises(AssertionError, match="direct call with"):
-        core_model._direct(K.batch_gravity, (arm._bodies, arm._gravity, Q[0], np.empty(3)))
+        core_launch._direct(K.batch_gravity, (arm._bodies, arm._gravity, Q[0], np.empty(3)))

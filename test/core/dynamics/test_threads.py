@@ -17,8 +17,9 @@ import numpy as np
 import pytest
 
 from manip_dynamics import InputError, NonFiniteResultError, RobotModel
+from manip_dynamics.core.dynamics import launch as launch_module
 from manip_dynamics.core.dynamics import model as model_module
-from manip_dynamics.core.dynamics.model import get_threads, set_threads
+from manip_dynamics.core.dynamics.launch import get_threads, set_threads
 
 # batches of at least 2 * MIN_STATES_PER_THREAD states are threaded; lowered here so that
 # every thread count below gets its threads with a small batch
@@ -29,7 +30,7 @@ THREADS = (1, 2, 3, 4)
 
 @pytest.fixture(autouse=True)
 def small_thread_blocks(monkeypatch):
-    monkeypatch.setattr(model_module, "MIN_STATES_PER_THREAD", MIN_STATES_PER_THREAD)
+    monkeypatch.setattr(launch_module, "MIN_STATES_PER_THREAD", MIN_STATES_PER_THREAD)
 
 
 from .test_pinocchio import PANDA    # example-robot-data's Panda: 7 dof + a mimic finger
@@ -158,7 +159,7 @@ def test_default_thread_count_uses_only_idle_cpus():
     """Without an explicit count, a launch takes 1 + the CPUs nobody else runs on (the
     calling thread is one of the running tasks, our spinning workers are not load);
     unknown load: one thread."""
-    from manip_dynamics.core.dynamics.model import idle_thread_count
+    from manip_dynamics.core.dynamics.launch import idle_thread_count
     assert idle_thread_count(2, 1, 2) == 2          # only this thread runs: both CPUs
     assert idle_thread_count(2, 2, 2) == 1          # one other task: the other CPU is taken
     assert idle_thread_count(4, 3, 8) == 4          # capped by the count wanted
@@ -172,7 +173,7 @@ def test_default_thread_count_uses_only_idle_cpus():
 
 
 def test_running_tasks_reads_proc_loadavg(tmp_path):
-    from manip_dynamics.core.dynamics.model import running_tasks
+    from manip_dynamics.core.dynamics.launch import running_tasks
     f = tmp_path / "loadavg"
     f.write_text("0.36 0.54 0.80 3/79 19166\n")
     assert running_tasks(str(f)) == 3
@@ -183,7 +184,7 @@ def test_running_tasks_reads_proc_loadavg(tmp_path):
     assert real is None or real >= 1
 
 
-@pytest.mark.skipif(min(numba.config.NUMBA_NUM_THREADS, model_module._MACHINE_CPUS) < 2,
+@pytest.mark.skipif(min(numba.config.NUMBA_NUM_THREADS, launch_module._MACHINE_CPUS) < 2,
                     reason="one CPU or numba has one thread")
 def test_default_launch_is_serial_on_a_busy_machine(panda, states, monkeypatch):
     """The default count follows the load read at each launch: every other CPU busy -> the
@@ -202,7 +203,7 @@ def test_default_launch_is_serial_on_a_busy_machine(panda, states, monkeypatch):
 
     monkeypatch.setattr(K, "batch_gravity_threads", spy)
     ref = panda.gravity_torques(Q, threads=1)
-    cpus = model_module._MACHINE_CPUS
+    cpus = launch_module._MACHINE_CPUS
     t_all = min(numba.config.NUMBA_NUM_THREADS, cpus, N_STATES // MIN_STATES_PER_THREAD)
     long_ago = [-math.inf, 1]
     just_now = [time.monotonic() + 1.0, 2]      # a launch on 2 threads "has just ended"
@@ -210,11 +211,11 @@ def test_default_launch_is_serial_on_a_busy_machine(panda, states, monkeypatch):
                                     (1, long_ago, [t_all]),  # idle
                                     (2, just_now, [t_all])):  # the other one: our worker
         threaded.clear()
-        monkeypatch.setattr(model_module, "running_tasks", lambda: running)
-        monkeypatch.setattr(model_module, "_last_launch", list(last))
+        monkeypatch.setattr(launch_module, "running_tasks", lambda: running)
+        monkeypatch.setattr(launch_module, "_last_launch", list(last))
         assert np.array_equal(panda.gravity_torques(Q), ref)
         assert threaded == expected, (running, last)
     threaded.clear()
-    monkeypatch.setattr(model_module, "running_tasks", lambda: 10 * cpus)
+    monkeypatch.setattr(launch_module, "running_tasks", lambda: 10 * cpus)
     assert np.array_equal(panda.gravity_torques(Q, threads=2), ref)
     assert threaded == [2]                  # explicit: not limited by the load
