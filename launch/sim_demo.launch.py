@@ -24,7 +24,7 @@ Your arm: ``urdf_file:=`` a URDF or xacro file (``xacro_args:=`` its arguments) 
 the embedded ``robot``; every per-joint setting the config holds for the Panda (start
 pose, home, tracking amplitude and frequency, gains) and the scene (floor height, capsule radius)
 are then sized from the arm's model by the rules of ``make demo ROBOT=...``
-(manip_dynamics/demo_scenario.py). To give them yourself instead, put them in your own
+(manip_dynamics/demos/scenario.py). To give them yourself instead, put them in your own
 ``config:=`` file and pass ``size_from_model:=false``.
 """
 import os

@@ -38,7 +38,7 @@ from pathlib import Path
 
 import numpy as np
 
-from manip_dynamics.demos.closed_loop import Recorder, _ros_environment, _start, _stop, require_parts
+from manip_dynamics.demos.processes import Recorder, _ros_environment, _start, _stop, require_parts
 
 # The plant's truth (documented in the README): per-link factors of mass and of the CoM
 # offset, magnitudes 10-30%, signs mixed; a payload on the flange.

@@ -20,7 +20,7 @@ import pytest
 
 from manip_dynamics.core.extras import EXTRAS, ROS_MODULES
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 OPTIONAL = sorted(EXTRAS) + list(ROS_MODULES)
 
 # Runs in the child: argv[1] the blocked top-level names, argv[2] the cases

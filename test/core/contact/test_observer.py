@@ -777,7 +777,8 @@ def test_mujoco_one_percent_torque_noise(panda, tracking_runs):
 def test_readme_contact_example_runs_and_says_true():
     """The README's "Contact awareness (core)" block runs, and its comments hold."""
     import os
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__)))))
     with open(os.path.join(root, "README.md"), encoding="utf-8") as fh:
         text = fh.read()
     section = text[text.index("### Contact awareness (core)"):]

@@ -16,7 +16,7 @@ from manip_dynamics.core.dynamics.description import (find_package, load_descrip
 from manip_dynamics.core.errors import URDFError
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-PKG = os.path.join(os.path.dirname(HERE), "data", "hobby_arm_description")
+PKG = os.path.join(os.path.dirname(os.path.dirname(HERE)), "data", "hobby_arm_description")
 XACRO = os.path.join(PKG, "urdf", "hobby_arm.urdf.xacro")
 pytestmark = pytest.mark.filterwarnings("ignore::manip_dynamics.MasslessLinkWarning")
 

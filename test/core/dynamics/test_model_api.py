@@ -17,7 +17,7 @@ from manip_dynamics import (InputError, ManipDynamicsError, MasslessLinkWarning,
                             SingularConfigurationError, UnknownFrameError,
                             UnsupportedJointError, URDFError)
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 
 # ----------------------------------------------------------------------------- URDF helpers
