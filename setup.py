@@ -38,7 +38,7 @@ def package_xml_version():
 EXTRAS = {
     "sim": ["mujoco>=4.0"],                         # manip_dynamics.sim: the MuJoCo plant
     "identification": ["cvxpy>=1.9", "clarabel>=0.11", "scs>=3.3",  # the consistent fit
-                       "mcap>=1.6", "mcap-ros2-support>=0.6"],     # manip_dynamics.core.identification.recording
+                       "mcap>=1.6", "mcap-ros2-support>=0.6"],     # core/identification/recording
     "plots": ["matplotlib>=3.11", "pillow>=13"],    # figures, the demo's GIF
     "xacro": ["xacro>=2.1"],
     "equations": ["sympy>=1.14"],

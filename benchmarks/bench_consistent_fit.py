@@ -1,8 +1,8 @@
 """The physically consistent fit on every example-robot-data arm (up to 12 moving joints):
 the table of docs/identification.md section 5.
 
-Per arm (test/core/consistent_truth.py, no identification code there): the URDF's inertials
-perturbed physically (masses x 0.8-1.25, centres of mass moved up to 5 mm, inertias
+Per arm (test/core/identification/consistent_truth.py, no identification code there): the URDF's
+inertials perturbed physically (masses x 0.8-1.25, centres of mass moved up to 5 mm, inertias
 strictly physical), viscous and Coulomb friction U(0.01, 0.1); 2000 random states fitted,
 500 held out; torques from Pinocchio's rnea of the perturbed URDF, noise-free and with
 1e-3 relative noise (per joint, 1e-3 of its RMS torque). Both fits of ``identify`` with

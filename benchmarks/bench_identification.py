@@ -8,9 +8,9 @@ Timed (best of --repeat), each from the raw arrays to the estimate:
   pipeline          filter_recording (default decimation) + base_parameters + identify
   pipeline, all     the same with decimate=1: the regressor at all 20 000 samples
   consistent        identify(consistent=True) on the default samples: the semidefinite
-                    program (core/consistent_fit.py, cvxpy + Clarabel; cvxpy imported before)
-  consistent, main  the same call in the main checkout (``--main``, default /work/main:
-                    before issue 21, a Levenberg-Marquardt fit over log-Cholesky
+                    program (core/identification/consistent_fit.py, cvxpy + Clarabel; cvxpy
+  imported before) consistent, main  the same call in the main checkout (``--main``, default
+                    /work/main: before issue 21, a Levenberg-Marquardt fit over log-Cholesky
                     coordinates), in a subprocess on the same data in the same run (its
                     numba cache in a temporary directory, no bytecode written there)
   peer              one batched model.inverse_dynamics over the same 20 000 states
@@ -43,9 +43,9 @@ sys.path[:0] = [ROOT, os.path.join(ROOT, "test")]
 
 from core.identification_plant import panda_models  # noqa: E402
 
-from manip_dynamics.core.identification import excitation as E  # noqa: E402
+from manip_dynamics.core.identification.pipeline import excitation as E  # noqa: E402
 from manip_dynamics.core import identification as I  # noqa: E402
-from manip_dynamics.core.identification import regressor as R  # noqa: E402
+from manip_dynamics.core.identification.pipeline import regressor as R  # noqa: E402
 
 
 def best(fn, repeat):

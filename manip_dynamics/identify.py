@@ -5,8 +5,8 @@
 RECORDING: a rosbag2 MCAP file, or the bag directory ``ros2 bag record -s mcap
 /joint_states`` writes (its metadata.yaml and one or several .mcap files), with
 sensor_msgs/JointState on ``--topic`` (position and effort required, velocity optional), or
-:func:`manip_dynamics.core.identification.recording.write_joint_states`. Writes the identified URDF (same links
-and joints, new ``<inertial>`` and ``<dynamics>`` values), a JSON report next to it
+:func:`manip_dynamics.core.identification.recording.write_joint_states`. Writes the identified URDF
+(same links and joints, new ``<inertial>`` and ``<dynamics>`` values), a JSON report next to it
 (``--report``) and a plot of measured against predicted torques (``--plot``). The last
 ``--holdout`` fraction of the recording is never fitted: the RMS torque errors before
 (URDF) and after (identified URDF) are measured on it. Progress goes to stderr.
@@ -109,7 +109,8 @@ def run(args):
     """The pipeline -> (report dict, model, validation Samples, tau_urdf, tau_identified)."""
     from .core import RobotModel
     from .core.dynamics.description import load_description
-    from .core.identification.pipeline import identified_urdf, identify, predicted_torques, rms_error
+    from .core.identification.pipeline import (identified_urdf, identify, predicted_torques,
+                                                rms_error)
     from .core.identification.regressor import base_parameters
 
     prior_xml = load_description(args.urdf, args.xacro_arg, args.package_path)

@@ -17,8 +17,8 @@ requirements are what it gets). Then
 
 numba compiles the kernels on first use (minutes on a 2-core machine). The fresh venv gets
 the kernels the working tree's run of the same blocks compiled (numba's own on-disk cache,
-the __pycache__ folders under manip_dynamics/core, copied next to the installed modules): numba uses an
-entry only if the source file's SHA-256, the function's bytecode, the numba version and the
+the __pycache__ folders under manip_dynamics/core, copied next to the installed modules): numba
+uses an entry only if the source file's SHA-256, the function's bytecode, the numba version and the
 CPU all match, else it compiles, so the copy cannot change a result, only the time.
 """
 from __future__ import annotations

@@ -26,7 +26,7 @@ EXTRAS = {
     "mujoco": "sim",                 # manip_dynamics.sim: the MuJoCo plant and its pictures
     "matplotlib": "plots",           # the demos' and the identify CLI's figures
     "PIL": "plots",                  # (Pillow, a matplotlib dependency): the demo's GIF
-    "mcap": "identification",        # manip_dynamics.core.identification.recording: rosbag2 MCAP files
+    "mcap": "identification",        # core.identification.recording: rosbag2 MCAP files
     "mcap_ros2": "identification",
     "cvxpy": "identification",       # the semidefinite identification fit
     "clarabel": "identification",

@@ -8,12 +8,12 @@ computed_torque_controller, recorder) and this one:
     1. before      controller mode gravity (tau = g(q) of the node's URDF model): the arm,
                    released at rest at the hold pose, drifts (4 s)
     2. excitation  controller mode excitation plays an optimised finite Fourier series
-                   (core/excitation.py, one 10 s period); the recorder writes joint_states
-                   (with effort) to an MCAP file
+                   (core/identification/excitation.py, one 10 s period); the recorder writes
+                   joint_states (with effort) to an MCAP file
     3. identify    ``python -m manip_dynamics.identify run.mcap --urdf panda.urdf --out
                    identified.urdf`` (physically consistent fit: the semidefinite program
-                   of core/consistent_fit.py; friction identified). The table prints the
-                   held-out torque error of the unconstrained and of the consistent fit
+                   of core/identification/consistent_fit.py; friction identified). The table prints
+                   the held-out torque error of the unconstrained and of the consistent fit
                    side by side, and the solver's optimality gap
     4. after       the dynamics node's ``robot_description`` parameter set to the
                    identified URDF; the same hold as phase 1 (4 s)

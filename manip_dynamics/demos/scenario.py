@@ -1,9 +1,9 @@
 """The closed-loop demo's scenario for an arm nobody tuned it for, chosen from its model.
 
 :func:`scenario_for` returns, for any RobotModel and tip frame, what
-``closed_loop.SCENARIOS`` holds for the embedded robots (start pose ``q0``, tracking ``amplitude`` / ``frequency``,
-``floor_height``, ``camera``, ``contact``) plus the sizes the embedded robots take as
-written (``collision_radius``, the observer's per-joint ``thresholds``) and ``skipped``
+``closed_loop.SCENARIOS`` holds for the embedded robots (start pose ``q0``, tracking ``amplitude``
+/ ``frequency``, ``floor_height``, ``camera``, ``contact``) plus the sizes the embedded robots take
+as written (``collision_radius``, the observer's per-joint ``thresholds``) and ``skipped``
 {phase: why}. No ROS, no per-arm numbers; every choice is a rule of the model's joint
 limits, effort limits, gravity torques g(q) and reach:
 

@@ -56,7 +56,7 @@ def _parser():
     p.add_argument("--prefix", help="C function prefix (default: the robot's name)")
     p.add_argument("--output", "-o", help="write here instead of stdout")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
-    add_arguments(p, "file")   # --xacro-arg, --package-path (core/description.py)
+    add_arguments(p, "file")   # --xacro-arg, --package-path (core/dynamics/description.py)
     return p
 
 

@@ -1,7 +1,7 @@
 """The serial chain the symbolic path derives from: the core's parsed URDF, checked and named.
 
-:func:`serial_chain` reads the core's :class:`manip_dynamics.core.dynamics.urdf.Structure` (the core's
-own parser: fixed joints already merged, inertias already lumped into the moving bodies) and
+:func:`serial_chain` reads the core's :class:`manip_dynamics.core.dynamics.urdf.Structure` (the
+core's own parser: fixed joints already merged, inertias already lumped into the moving bodies) and
 returns a :class:`Chain`: one :class:`ChainBody` per moving body from the root to the tip, in
 q order, with every number that can be a named parameter turned into a sympy symbol
 (``m_i``, ``r_ci``, ``I_ixx``, ``l_i``, ``b_i``, ``fc_i``, ``g_0``) and its URDF value kept in

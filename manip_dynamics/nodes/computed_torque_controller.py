@@ -7,8 +7,8 @@ the latest joint state on its ``~/dynamics`` topic (manip_dynamics_interfaces/Dy
     mode gravity:          tau = g(q)
     mode computed_torque:  tau = M(q) (qdd_d + Kd (qd_d - qd) + Kp (q_d - q)) + C(q, qd) qd + g(q)
     mode excitation:       the same law on the trajectory in ``excitation_file`` (a
-                           core/excitation.py FourierTrajectory JSON file), reached from the
-                           measured position by a quintic lead-in and held at its end
+                           core/identification/excitation.py FourierTrajectory JSON file), reached
+                           from the measured position by a quintic lead-in and held at its end
                            (manip_dynamics.rules.excitation_player)
 
 With a perfect model the closed loop is e'' + Kd e' + Kp e = 0 for every joint (e = q_d - q):

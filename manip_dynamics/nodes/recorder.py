@@ -4,8 +4,8 @@ Subscribes to ``joint_states`` (sensor_msgs/JointState; remap it as usual) and w
 message, as received (the CDR bytes DDS delivered, unchanged), to an MCAP file with the
 ``ros2`` profile: what ``ros2 bag record -s mcap /joint_states`` writes, so ``ros2 bag
 info``, Foxglove, ``python -m manip_dynamics.identify`` and
-``manip_dynamics.core.identification.recording.read_joint_states`` open it. Log and publish times are the
-receive time on this node's clock (ns). The file is created at the first message (no
+``manip_dynamics.core.identification.recording.read_joint_states`` open it. Log and publish times
+are the receive time on this node's clock (ns). The file is created at the first message (no
 message, no file) and its summary is written when the node stops (Ctrl-C, SIGINT) or on
 ``~/stop``; a file cut off before that still reads in order.
 

@@ -39,9 +39,9 @@ from typing import Optional
 import numpy as np
 
 from manip_dynamics.core.contact.detector import (ContactDetector, WrenchSolver, contact_point,
-                                        tip_wrench)
-from manip_dynamics.core.errors import InputError
+                                                  tip_wrench)
 from manip_dynamics.core.contact.observer import MomentumObserver
+from manip_dynamics.core.errors import InputError
 
 
 @dataclass(frozen=True)

@@ -223,7 +223,7 @@ def _vector(values: Mapping[str, Any], name: str) -> np.ndarray:
 
 def check_inertia(name: str, six: np.ndarray) -> np.ndarray:
     """3x3 inertia from ``ixx ixy ixz iyy iyz izz``: positive semi-definite and the triangle
-    inequality, with the core's round-off tolerance (core/inertia.py: the rule and the
+    inequality, with the core's round-off tolerance (core/dynamics/inertia.py: the rule and the
     tolerance the core's with_payload applies, so a value accepted here is never refused
     there)."""
     inertia = inertia_matrix(*six)

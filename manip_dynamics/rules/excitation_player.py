@@ -1,7 +1,8 @@
-"""Playing an excitation trajectory file (core/excitation.py) as a controller reference. No ROS.
+"""Playing an excitation trajectory file (core/identification/excitation.py) as a controller
+reference. No ROS.
 
-A :class:`~manip_dynamics.core.identification.excitation.FourierTrajectory` starts and ends at rest at
-``q(0)``; the arm is usually elsewhere when playing starts. The reference is therefore,
+A :class:`~manip_dynamics.core.identification.excitation.FourierTrajectory` starts and ends at rest
+at ``q(0)``; the arm is usually elsewhere when playing starts. The reference is therefore,
 with t the time since playing started and q_s the measured start position:
 
     lead-in, 0 <= t < T_in:       q_d = q_s + (q(0) - q_s) s(t / T_in),

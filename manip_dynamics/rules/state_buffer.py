@@ -6,9 +6,9 @@ efforts is not kept. :func:`estimate_from_states` turns a stretch of it into a
 :class:`~manip_dynamics.core.identification.payload.PayloadEstimate`:
 
 * ``static_only``: the states at rest (every |qd_j| < rest_speed) are static poses; the
-  arm's model explains ``g_arm(q)``, the rest of tau holds the payload (core/payload.py).
-  Joint friction at rest can take any value in [-F_c, F_c] and is not in the model:
-  use it on a plant without dry friction, or prefer the moving estimate.
+  arm's model explains ``g_arm(q)``, the rest of tau holds the payload
+  (core/identification/payload.py). Joint friction at rest can take any value in [-F_c, F_c] and is
+  not in the model: use it on a plant without dry friction, or prefer the moving estimate.
 * otherwise every state is used: q, qd and tau through the zero-phase filter of
   identification (core/identification.filter_recording, qdd from the filtered qd), then
   ``tau - ID_arm(q, qd, qdd) = Y_frame pi_p`` (friction of the model subtracted; the

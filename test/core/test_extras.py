@@ -75,8 +75,10 @@ def assert_missing_extra(result, needed_by, module, extra):
     assert message == f"{needed_by} needs {module}, which is not installed: {hint(extra)}"
 
 
+REC = "manip_dynamics.core.identification.recording"
+FIT = "manip_dynamics.core.identification.consistent_fit"
 ROS_FREE = ["manip_dynamics", "manip_dynamics.core", "manip_dynamics.robots",
-            "manip_dynamics.rules", "manip_dynamics.core.identification.recording",
+            "manip_dynamics.rules", REC,
             "manip_dynamics.identify", "manip_dynamics.sim", "manip_dynamics.sim.model_plant",
             "manip_dynamics.demo", "manip_dynamics.demo_identification",
             "manip_dynamics.demos.closed_loop", "manip_dynamics.demos.identification"]
@@ -96,11 +98,11 @@ def test_everything_optional_blocked(tmp_path):
         ("scene", "import manip_dynamics.sim.scene"),
         ("plant", "import manip_dynamics.sim.mujoco_plant"),
         ("render", "import manip_dynamics.sim.render"),
-        ("read", "from manip_dynamics.core.identification.recording import read_joint_states\n"
+        ("read", f"from {REC} import read_joint_states\n"
                  f"read_joint_states({str(mcap)!r})"),
-        ("write", "from manip_dynamics.core.identification.recording import write_joint_states\n"
+        ("write", f"from {REC} import write_joint_states\n"
                   "write_joint_states('x.mcap', [0.0], ['a'], [[0.0]])"),
-        ("recorder file", "from manip_dynamics.core.identification.recording import SerializedJointStateWriter\n"
+        ("recorder file", f"from {REC} import SerializedJointStateWriter\n"
                           "SerializedJointStateWriter('y.mcap')"),
         ("identify cli", "from manip_dynamics.identify import main\n"
                          f"raise SystemExit(main([{str(mcap)!r}, '--urdf', {urdf!r}, "
@@ -112,7 +114,7 @@ def test_everything_optional_blocked(tmp_path):
         ("demo", "from manip_dynamics.demo import main\nmain([])"),
         ("equations", "import manip_dynamics.equations"),
         ("consistent fit", "import numpy as np\n"
-                           "from manip_dynamics.core.identification.consistent_fit import consistent_fit\n"
+                           f"from {FIT} import consistent_fit\n"
                            "consistent_fit(np.eye(10), np.ones(10), 0.0, np.ones(10), 1)"),
         ("body model", "from manip_dynamics.safety import BodyModel\nBodyModel.load()"),
         ("safety core", "import manip_dynamics.safety"),
@@ -120,7 +122,7 @@ def test_everything_optional_blocked(tmp_path):
     res = run_blocked(OPTIONAL, cases, tmp_path)
     assert res["safety core"][0] is None, res["safety core"]
     assert_missing_extra(res["equations"], "manip_dynamics.equations", "sympy", "equations")
-    assert_missing_extra(res["consistent fit"], "manip_dynamics.core.identification.consistent_fit", "cvxpy",
+    assert_missing_extra(res["consistent fit"], FIT, "cvxpy",
                          "identification")
     assert_missing_extra(res["body model"], "manip_dynamics.safety.body_model", "yaml",
                          "safety")
@@ -130,17 +132,17 @@ def test_everything_optional_blocked(tmp_path):
     assert_missing_extra(res["scene"], "manip_dynamics.sim.scene", "mujoco", "sim")
     assert_missing_extra(res["plant"], "manip_dynamics.sim.scene", "mujoco", "sim")
     assert_missing_extra(res["render"], "manip_dynamics.sim.render", "mujoco", "sim")
-    assert_missing_extra(res["read"], "manip_dynamics.core.identification.recording", "mcap", "identification")
-    assert_missing_extra(res["write"], "manip_dynamics.core.identification.recording", "mcap_ros2",
+    assert_missing_extra(res["read"], REC, "mcap", "identification")
+    assert_missing_extra(res["write"], REC, "mcap_ros2",
                          "identification")
-    assert_missing_extra(res["recorder file"], "manip_dynamics.core.identification.recording", "mcap",
+    assert_missing_extra(res["recorder file"], REC, "mcap",
                          "identification")
     # the CLI: one line on stderr and status 1, before any work (the plot check first)
     assert res["identify cli"][2] == 1, res["identify cli"]
     assert res["identify cli"][1] == ("error: the torque plot (--no-plot skips it) needs "
                                       f"matplotlib, which is not installed: {hint('plots')}\n")
     assert res["identify cli no plot"][1] == (
-        "error: manip_dynamics.core.identification.recording needs mcap, which is not installed: "
+        f"error: {REC} needs mcap, which is not installed: "
         f"{hint('identification')}\n"), res["identify cli no plot"]
     kind, message, _ = res["nodes"]
     assert kind.startswith("MissingDependencyError|") and "ImportError" in kind, res["nodes"]

@@ -78,7 +78,7 @@ def test_cli_errors_exit_2_with_the_message(tmp_path, capsys):
 
 
 def test_cli_reads_xacro_with_arguments(tmp_path):
-    """A .xacro with an argument (through core/description.py, as every URDF reader here):
+    """A .xacro with an argument (through core/dynamics/description.py, as every URDF reader here):
     the generated g(q) is that of the expanded URDF with the argument's value, checked
     against the core on that URDF; a missing argument value is refused naming it."""
     import numpy as np

@@ -1,7 +1,7 @@
 """rules/contact_monitor.py without ROS: what the node's observer integrates and when it
 starts over. The arm is held at rest with tau_m = g(q) - tau_ext, so the residual is
 exactly r(t) = (1 - exp(-K_O (t - t_0))) tau_ext at every accepted sample whatever the
-steps (the core's closed form, test/core/test_observer.py): any integrated bad sample,
+steps (the core's closed form, test/core/contact/test_observer.py): any integrated bad sample,
 any missed restart or any spike would move r off it."""
 from __future__ import annotations
 

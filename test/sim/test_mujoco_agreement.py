@@ -20,7 +20,7 @@ are printed with the reason, which must be one of ``REASONS``:
   iCub, PR2, Romeo small, finger_edu; and a moving body with zero mass (human, romeo);
 * our core refuses a mimic joint whose master is not a moving joint below the root
   (alex_psyonic_hands). (TIAGo and romeo_laas_small, which the core refused for their
-  non-positive inertias before the inertia policy of core/inertia.py, now load in the core;
+  non-positive inertias before the inertia policy of core/dynamics/inertia.py, now load in the core;
   MuJoCo refuses the same inertias, so they are still not compared.)
 * ur3.urdf holds no link (a xacro wrapper); the quadrotors have no moving joint.
 No file that both load differs.

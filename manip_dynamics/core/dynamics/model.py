@@ -23,9 +23,9 @@ Threads: batched calls of gravity_torques, coriolis_torques, mass_matrix, jacobi
 compute_all spread their states over numba threads (prange) when the batch has at least
 ``MIN_STATES_PER_THREAD`` (256) states per thread; ``threads=`` on those calls, else
 :func:`set_threads` (:mod:`.launch`), else the environment variable
-``MANIP_DYNAMICS_THREADS``, else the CPUs idle at the call (the machine's CPUs minus the other tasks running, from
-/proc/loadavg; at most numba's thread count) sets how many. A state's result is the same
-bits whatever the thread count (each state runs the same code on its own scratch).
+``MANIP_DYNAMICS_THREADS``, else the CPUs idle at the call (the machine's CPUs minus the other
+tasks running, from /proc/loadavg; at most numba's thread count) sets how many. A state's result is
+the same bits whatever the thread count (each state runs the same code on its own scratch).
 
 First call: the numba kernels are compiled on first use (a few seconds each, once per
 machine thanks to ``cache=True``); call :meth:`RobotModel.warm_up` at start-up to pay it
@@ -100,7 +100,7 @@ class RobotModel:
     @classmethod
     def from_urdf_string(cls, xml: str, root_link: str | None = None, gravity=(0.0, 0.0, -9.81)):
         """Parse a URDF string. Raises URDFError / UnsupportedJointError naming the element at
-        fault; warns (InertiaWarning, MasslessLinkWarning: once each, see core/urdf.py)."""
+        fault; warns (InertiaWarning, MasslessLinkWarning: once each, see core/dynamics/urdf.py)."""
         if not isinstance(xml, str):
             raise InputError(f"xml must be a str, got {type(xml).__name__}")
         return cls(parse_urdf(xml, root_link), gravity)
@@ -214,7 +214,7 @@ class RobotModel:
             raise InputError(f"payload inertia must be a finite (3, 3) array, got shape {I.shape}")
         if not np.allclose(I, I.T, atol=1e-12, rtol=1e-9):
             raise InputError("payload inertia must be symmetric")
-        defect = inertia_defect(I)                  # core/inertia.py: the one rule
+        defect = inertia_defect(I)                  # core/dynamics/inertia.py: the one rule
         if defect is not None:
             raise InputError(f"payload inertia is {describe_defect(*defect)}: no rigid body "
                              "has it")

@@ -13,8 +13,8 @@ References (independent of the new code):
 * ``ContactDetector.update`` and ``tip_wrench`` (unchanged) on the same residuals;
 * Pinocchio for p and C^T qd themselves: test_pinocchio.test_momentum_terms.
 
-Streams: the Panda's recorded excitation (test/core/data/panda_excitation.json, a Fourier
-trajectory) with measured torques from inverse dynamics plus a pushed contact and noise,
+Streams: the Panda's recorded excitation (test/core/identification/data/panda_excitation.json, a
+Fourier trajectory) with measured torques from inverse dynamics plus a pushed contact and noise,
 and random states; variable steps, gaps longer than max_dt, NaN efforts (refused, not
 integrated), resets and zeroing in between.
 """

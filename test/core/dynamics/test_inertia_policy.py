@@ -1,4 +1,4 @@
-"""The URDF inertia policy (manip_dynamics/core/inertia.py) and the rules it is built on.
+"""The URDF inertia policy (manip_dynamics/core/dynamics/inertia.py) and the rules it is built on.
 
 Expected values are closed forms: a single revolute joint about x through the origin feels
 M = I_xx + m (y_c^2 + z_c^2) of its link (com c, tensor about the com, link axes = joint

@@ -1,5 +1,6 @@
-"""Eigenvalues of small symmetric matrices without LAPACK (core/symmetric_eigen.py), the
-source of cond(A) in every bundle: against numpy's eigvalsh (LAPACK) and closed forms.
+"""Eigenvalues of small symmetric matrices without LAPACK
+(core/dynamics/kernels/symmetric_eigen.py), the source of cond(A) in every bundle: against numpy's
+eigvalsh (LAPACK) and closed forms.
 
 Backward stability means |w_i - w_i(ref)| of order eps ||A||_2 for every eigenvalue (not a
 relative accuracy for the small ones): the bound checked is 8 k eps ||A||_2.
@@ -11,8 +12,9 @@ import math
 import numpy as np
 import pytest
 
-from manip_dynamics.core.dynamics.kernels.symmetric_eigen import (symmetric_eigenvalues, tridiagonal_eigenvalues,
-                                                 tridiagonalize)
+from manip_dynamics.core.dynamics.kernels.symmetric_eigen import (symmetric_eigenvalues,
+                                                                  tridiagonal_eigenvalues,
+                                                                  tridiagonalize)
 
 EPS = np.finfo(float).eps
 

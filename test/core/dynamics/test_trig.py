@@ -1,5 +1,5 @@
-"""sin and cos of a joint angle from one argument reduction (core/trig.py), which every
-kinematics pass uses: against libm (numpy's sin and cos, correctly rounded in practice),
+"""sin and cos of a joint angle from one argument reduction (core/dynamics/kernels/trig.py), which
+every kinematics pass uses: against libm (numpy's sin and cos, correctly rounded in practice),
 exact values and identities."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The physically consistent fit (core/consistent_fit.py, a semidefinite program) on
+"""The physically consistent fit (core/identification/consistent_fit.py, a semidefinite program) on
 example-robot-data arms the rest of the suite does not identify.
 
 Truth: a physically consistent perturbation of the arm's URDF (consistent_truth.perturbed:
@@ -17,7 +17,7 @@ import pytest
 
 from manip_dynamics import RobotModel
 from manip_dynamics.core import identification as I
-from manip_dynamics.core.identification import regressor as R
+from manip_dynamics.core.identification.pipeline import regressor as R
 
 from .consistent_truth import arm_path, perturbed, recording, scaled
 

@@ -1,5 +1,5 @@
 """Bad arguments at every public identification entry point get an InputError naming the
-argument (core/arguments.py): the raw errors issue 21 found, then a hypothesis fuzz.
+argument (core/identification/arguments.py): the raw errors issue 21 found, then a hypothesis fuzz.
 
 Each raw-error test failed on main before the checks (IndexError from ``samples.tau[keep]``,
 numpy's "array must not contain infs or NaNs", a broadcasting ValueError, mass = nan).
@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 
 from manip_dynamics import InputError, RobotModel, robots
 from manip_dynamics.core import identification as I
-from manip_dynamics.core.identification import payload as P
-from manip_dynamics.core.identification import regressor as R
+from manip_dynamics.core.identification.pipeline import payload as P
+from manip_dynamics.core.identification.pipeline import regressor as R
 
 from ..dynamics.test_fuzz_urdf import FUZZ
 

@@ -1,4 +1,5 @@
-"""rosbag2 MCAP recordings (manip_dynamics.core.identification.recording) against ROS 2's own serialization.
+"""rosbag2 MCAP recordings (manip_dynamics.core.identification.recording) against ROS 2's own
+serialization.
 
 The writer and reader use the pure-Python mcap / mcap-ros2-support codec; the references
 are rclpy.serialization with the real sensor_msgs/msg/JointState type of the ROS wheels
@@ -17,7 +18,7 @@ from rclpy.serialization import deserialize_message, serialize_message
 from sensor_msgs.msg import JointState
 
 from manip_dynamics import InputError
-from manip_dynamics.core.identification import recording as rec
+from manip_dynamics.core.identification.pipeline import recording as rec
 
 NAMES = ["j1", "j2", "j3"]
 

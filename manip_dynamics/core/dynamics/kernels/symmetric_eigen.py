@@ -22,7 +22,7 @@ and do not depend on the BLAS kernel of the machine:
    the iteration ends when every e_i is zero.
 
 Backward stable: the eigenvalues are those of A + E with ||E||_2 of order eps ||A||_2, the
-accuracy of LAPACK's dsyevd (checked against numpy in test/core/test_symmetric_eigen.py).
+accuracy of LAPACK's dsyevd (checked against numpy in test/core/dynamics/test_symmetric_eigen.py).
 """
 from __future__ import annotations
 

@@ -15,7 +15,7 @@ from one argument reduction and two short polynomials cost a third of that:
 - The quadrant k mod 4: (sin x, cos x) = (s, c), (c, -s), (-s, -c), (-c, s).
 
 Accuracy: within 2 ulp of libm's correctly rounded values, measured over 10^6 angles in
-test/core/test_trig.py (an absolute error below 2.3e-16 for |x| <= pi / 4 and of the
+test/core/dynamics/test_trig.py (an absolute error below 2.3e-16 for |x| <= pi / 4 and of the
 size of |x| eps beyond: the rounding of x itself, as in libm); sin(0) = 0 and cos(0) = 1
 exactly.
 """
