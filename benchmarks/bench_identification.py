@@ -43,9 +43,9 @@ sys.path[:0] = [ROOT, os.path.join(ROOT, "test")]
 
 from core.identification_plant import panda_models  # noqa: E402
 
-from manip_dynamics.core.identification.pipeline import excitation as E  # noqa: E402
+from manip_dynamics.core.identification import excitation as E  # noqa: E402
 from manip_dynamics.core import identification as I  # noqa: E402
-from manip_dynamics.core.identification.pipeline import regressor as R  # noqa: E402
+from manip_dynamics.core.identification import regressor as R  # noqa: E402
 
 
 def best(fn, repeat):

@@ -297,8 +297,9 @@ def test_compute_all_with_the_ellipsoid_equals_the_separate_calls(arm):
     inertia_ellipsoid give separately (single states and batches, both linear_only, with
     and without damping); its Lambda also equals effective_inertia's. Equal to round-off:
     with the eigenvectors the kernel takes cond(A) and the inverse from eigh, without them
-    from the eigenvalues alone (core/dynamics/kernels/symmetric_eigen.py; the same values to ~1e-15
-    relative).""" def same(a, b):
+    from the eigenvalues alone (core/dynamics/kernels/symmetric_eigen.py; the same values to
+    ~1e-15 relative)."""
+    def same(a, b):
         a, b = np.asarray(a), np.asarray(b)
         if b.dtype == np.bool_:
             np.testing.assert_array_equal(a, b)

@@ -17,7 +17,7 @@ import pytest
 
 from manip_dynamics import RobotModel
 from manip_dynamics.core import identification as I
-from manip_dynamics.core.identification.pipeline import regressor as R
+from manip_dynamics.core.identification import regressor as R
 
 from .consistent_truth import arm_path, perturbed, recording, scaled
 

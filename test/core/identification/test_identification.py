@@ -15,10 +15,10 @@ import pinocchio as pin
 import pytest
 
 from manip_dynamics import InertiaWarning, InputError, RobotModel, robots
-from manip_dynamics.core.identification.pipeline import excitation as E
+from manip_dynamics.core.identification import excitation as E
 from manip_dynamics.core import identification as I
-from manip_dynamics.core.identification.pipeline import payload as P
-from manip_dynamics.core.identification.pipeline import regressor as R
+from manip_dynamics.core.identification import payload as P
+from manip_dynamics.core.identification import regressor as R
 
 from .. import urdf_factory as uf
 from .identification_plant import PAYLOAD, excitation, panda_models, simulate

@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 
 from manip_dynamics import InputError, RobotModel, robots
 from manip_dynamics.core import identification as I
-from manip_dynamics.core.identification.pipeline import payload as P
-from manip_dynamics.core.identification.pipeline import regressor as R
+from manip_dynamics.core.identification import payload as P
+from manip_dynamics.core.identification import regressor as R
 
 from ..dynamics.test_fuzz_urdf import FUZZ
 

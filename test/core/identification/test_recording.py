@@ -18,7 +18,7 @@ from rclpy.serialization import deserialize_message, serialize_message
 from sensor_msgs.msg import JointState
 
 from manip_dynamics import InputError
-from manip_dynamics.core.identification.pipeline import recording as rec
+from manip_dynamics.core.identification import recording as rec
 
 NAMES = ["j1", "j2", "j3"]
 

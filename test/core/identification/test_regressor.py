@@ -16,7 +16,7 @@ import pinocchio as pin
 import pytest
 
 from manip_dynamics import InputError, RobotModel, robots
-from manip_dynamics.core.identification.pipeline import regressor as R
+from manip_dynamics.core.identification import regressor as R
 
 from .. import urdf_factory as uf
 from ..dynamics.test_pinocchio import ROBOTS, PinocchioReference, assert_close
