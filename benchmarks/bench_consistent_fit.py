@@ -30,7 +30,7 @@ sys.path[:0] = [ROOT, os.path.join(ROOT, "test")]
 from core.consistent_truth import all_arms, arm_path, perturbed, recording  # noqa: E402
 
 from manip_dynamics import RobotModel  # noqa: E402
-from manip_dynamics.core import identification as I  # noqa: E402
+from manip_dynamics.core.identification import pipeline as I  # noqa: E402
 
 
 def one_arm(rel, states, held, seed=0):

@@ -44,7 +44,7 @@ sys.path[:0] = [ROOT, os.path.join(ROOT, "test")]
 from core.identification_plant import panda_models  # noqa: E402
 
 from manip_dynamics.core.identification import excitation as E  # noqa: E402
-from manip_dynamics.core import identification as I  # noqa: E402
+from manip_dynamics.core.identification import pipeline as I  # noqa: E402
 from manip_dynamics.core.identification import regressor as R  # noqa: E402
 
 

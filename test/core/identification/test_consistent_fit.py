@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from manip_dynamics import RobotModel
-from manip_dynamics.core import identification as I
+from manip_dynamics.core.identification import pipeline as I
 from manip_dynamics.core.identification import regressor as R
 
 from .consistent_truth import arm_path, perturbed, recording, scaled

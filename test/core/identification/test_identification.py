@@ -16,7 +16,7 @@ import pytest
 
 from manip_dynamics import InertiaWarning, InputError, RobotModel, robots
 from manip_dynamics.core.identification import excitation as E
-from manip_dynamics.core import identification as I
+from manip_dynamics.core.identification import pipeline as I
 from manip_dynamics.core.identification import payload as P
 from manip_dynamics.core.identification import regressor as R
 

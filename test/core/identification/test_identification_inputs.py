@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from manip_dynamics import InputError, RobotModel, robots
-from manip_dynamics.core import identification as I
+from manip_dynamics.core.identification import pipeline as I
 from manip_dynamics.core.identification import payload as P
 from manip_dynamics.core.identification import regressor as R
 
