@@ -90,9 +90,7 @@ def check_trajectory(monitor, positions, velocities, time_from_start, accelerati
     n = monitor.kinematics.model.n
     P = _waypoints(positions, "positions", n)
     V = _waypoints(velocities, "velocities", n, len(P))
-    t = np.asarray(time_from_start, dtype=float)
-    if t.shape != (len(P),) or not np.isfinite(t).all() or (np.diff(t) < 0).any():
-        raise InputError(f"time_from_start must be {len(P)} finite non-decreasing times (s)")
+    t = _times(time_from_start, "time_from_start", len(P))
     A = None if accelerations is None else _waypoints(accelerations, "accelerations", n, len(P))
     worst = np.empty(len(P), dtype=int)
     ratio = np.empty(len(P))
@@ -102,6 +100,15 @@ def check_trajectory(monitor, positions, velocities, time_from_start, accelerati
     scale = max(1.0, float(ratio.max()))
     return TrajectoryCheck(worst, ratio, scale, t * scale, V / scale,
                            None if A is None else A / scale ** 2)
+
+
+def _times(t, name, count):
+    """t as (count,) finite non-decreasing seconds, else InputError naming ``name``."""
+    t = np.asarray(t, dtype=float)
+    if t.shape != (count,) or not np.isfinite(t).all() or (np.diff(t) < 0).any():
+        raise InputError(f"{name} must be {count} finite non-decreasing times (s), got "
+                         f"shape {t.shape}")
+    return t
 
 
 def _waypoints(x, name, n, count=None):
