@@ -53,6 +53,8 @@ per played phase ``released`` / ``gravity`` / ``tracking`` / ``friction``:
 ``isolated_link``, ``true_link``, ``error_vs_filtered``, ``error_vs_truth``). With
 ``--urdf`` also ``urdf``, ``skipped`` {phase: why} and ``scenario`` (the chosen ``kp``,
 ``kd``, ``thresholds``, ``floor_height``, ``collision_radius``, ``reach_m``, push and box).
+``safety`` (tracking played): ISO/TS 15066 for hands and fingers along the tracked motion,
+with ``safety_along_motion.png`` (keys: manip_dynamics/demo_safety.py).
 """
 from __future__ import annotations
 
@@ -930,6 +932,8 @@ def main(argv=None):
             rec, model, scenario, args.time_scale)
     written = _figures(args, rec, model, urdf_xml, scenario, tip, out_dir, summary, series,
                        tracked)
+    from manip_dynamics.demo_safety import add_safety   # ISO/TS 15066 along the tracked motion
+    written += add_safety(summary, rec, model, tip, out_dir, plots=not args.no_plots)
     summary.pop('contact_series', None)
     summary['pictures'] = [p.name for p in written]
     summary['wall_time_s'] = round(time.monotonic() - t_start, 2)
