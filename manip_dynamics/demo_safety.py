@@ -47,13 +47,19 @@ def add_safety(summary, rec, model, tip, out_dir, plots=True):
     """summary['safety'] (module doc) from the tracked motion; the figure unless ``plots``
     is false; prints the numbers. Returns the written figure paths ([] when the tracking
     phase was not played)."""
+    from manip_dynamics.core.errors import InputError
     from manip_dynamics.safety import BodyModel, default_points, safety_along_motion
     if PHASE not in summary:
         print(f'safety along the motion: no {PHASE} phase played, nothing to assess')
         return []
     region = BodyModel.load()[REGION]
     t, stamps, q, qd = tracked_motion(rec)
-    res = safety_along_motion(model, region, t, q, qd, points=default_points(model, tip=tip))
+    try:
+        res = safety_along_motion(model, region, t, q, qd,
+                                  points=default_points(model, tip=tip))
+    except InputError as e:                   # e.g. a non-finite recorded state: say so
+        print(f'safety along the motion: not assessed: {e}')
+        return []
     if not res.moving.any():
         print(f'safety along the motion: no monitored point moved in the {PHASE} phase')
         return []

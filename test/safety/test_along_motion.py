@@ -99,7 +99,7 @@ def closed_form_2r(m1, m2, q, qd):
 
 
 def test_bent_2r_motion_against_closed_form_J_and_M():
-    m1, m2 = 1.5, 1.5
+    m1, m2 = 2.5, 1.5
     model = RobotModel.from_urdf_string(uf.point_mass_2r(m1, m2, L1, L2))
     region = BodyModel.load()["hands_fingers"]
     t = np.linspace(0.0, 3.0, 121)
