@@ -16,7 +16,9 @@ effective mass. This module writes ``safety_along_motion.png`` and the summary's
 ``worst_sample`` (index among the phase's joint_states in recording order, i.e. in
 ``recording.npz`` rows with ``joint_states_phase`` = the tracking phase),
 ``worst_stamp_s`` (that state's stamp), ``worst_time_s`` (from the phase's first state),
-``retiming_scale`` (s >= 1), ``worst_ratio_retimed``, ``duration_s``,
+``retiming_scale`` (s >= 1), ``worst_ratio_retimed``, ``limit_scale`` (s* = the worst
+ratio: the time scaling that puts the motion at its limit, < 1 = it could run faster) and
+``worst_ratio_at_limit`` (recomputed from qd / s*: 1), ``duration_s``,
 ``duration_retimed_s``, ``simplified_mass_kg`` (m_R), ``simplified_v_max_m_s``,
 ``governing_mass_kg`` / ``governing_v_max_m_s`` / ``shortcut_ratio`` ({min, max} over the
 moving samples: the governing point's effective mass and v_max, and v_max,S / v_max),
@@ -88,6 +90,8 @@ def safety_numbers(res, region, stamps):
         worst_point=res.labels[int(res.worst[k])], worst_sample=k,
         worst_stamp_s=float(stamps[k]), worst_time_s=float(res.t[k]),
         retiming_scale=float(res.scale), worst_ratio_retimed=float(res.ratio_retimed.max()),
+        limit_scale=float(res.limit_scale),
+        worst_ratio_at_limit=float(res.ratio_at_limit.max()),
         duration_s=float(res.t[-1]), duration_retimed_s=float(res.t_retimed[-1]),
         simplified_mass_kg=float(res.simplified_mass),
         simplified_v_max_m_s=float(res.simplified_v_max),
@@ -102,7 +106,8 @@ def print_safety(n):
     print(f"safety along the tracked motion ({n['region_name']}, {n['samples']} samples): "
           f"worst ratio {n['worst_ratio']:.2f} at {n['worst_point']} (t = "
           f"{n['worst_time_s']:.2f} s); retimed by s = {n['retiming_scale']:.2f}: worst "
-          f"{n['worst_ratio_retimed']:.2f}")
+          f"{n['worst_ratio_retimed']:.2f}; at its limit the same path would take "
+          f"{n['limit_scale']:.2f} x its time")
     c = n['shortcut_ratio']
     print(f"  the standard's shortcut m_R = M/2 + m_L = {n['simplified_mass_kg']:.2f} kg "
           f"(v_max {n['simplified_v_max_m_s']:.2f} m/s) against the governing point's "
@@ -130,16 +135,26 @@ def plot_safety(res, region, robot, path):
 
 
 def _plot_ratios(ax, res, region, colors):
+    """Solid: as tracked. Dashed: retimed by check_trajectory's s when s > 1; else (the
+    motion is within its limits as tracked, s = 1) the same path at its limit, s* < 1."""
+    if res.scale > 1:
+        t2, r2 = res.t_retimed, res.ratio_retimed
+        what = (f'\ndashed: retimed by s = {res.scale:.2f} (times x s, velocities / s): worst '
+                f'{r2.max():.2f}')
+    else:
+        t2, r2 = res.t_at_limit, res.ratio_at_limit
+        what = (f'within every limit as tracked (retiming s = 1);\ndashed: the same path at '
+                f'its limit, times x s* = {res.limit_scale:.2f} ({1 / res.limit_scale:.1f}x '
+                f'faster): worst {r2.max():.2f}')
     for i, label in enumerate(res.labels):
         ax.plot(res.t, res.ratio[:, i], '-', color=colors[i], lw=1.3, label=label)
-        ax.plot(res.t_retimed, res.ratio_retimed[:, i], '--', color=colors[i], lw=1.0)
+        ax.plot(t2, r2[:, i], '--', color=colors[i], lw=1.0)
     ax.axhline(1.0, color='r', lw=1.5)
-    ax.text(res.t_retimed[-1], 1.0, ' ratio = 1', color='r', va='bottom', ha='right')
+    ax.text(max(res.t[-1], t2[-1]), 1.0, ' ratio = 1', color='r', va='bottom', ha='right')
     ax.set_ylabel('ratio |v| / v_max')
     ax.set_xlabel('time (s): as tracked (solid), retimed (dashed)')
-    ax.set_title(f'(a) every monitored point: worst ratio {res.worst_ratio:.2f}; retimed by '
-                 f's = {res.scale:.2f} (times x s, velocities / s): worst '
-                 f'{res.ratio_retimed.max():.2f}', fontsize=10)
+    ax.set_title(f'(a) every monitored point as tracked (solid): worst ratio '
+                 f'{res.worst_ratio:.2f}; {what}', fontsize=10)
     ax.legend(fontsize=7, ncol=2, loc='upper left')
     ax.grid(True, alpha=0.3)
 
@@ -152,7 +167,7 @@ def _plot_shortcut(ax_m, ax_v, res, colors):
     ax_m.scatter(t, m_gov, c=colors[who], s=6, label='governing point (its colour in (a))')
     ax_m.axhline(res.simplified_mass, color='k', ls='--',
                  label=f'shortcut m_R = M/2 + m_L = {res.simplified_mass:.2f} kg')
-    ax_m.set_yscale('log')
+    ax_m.set_ylim(0.0, 1.1 * max(res.simplified_mass, float(m_gov.max())))
     ax_m.set_ylabel('effective mass (kg)')
     ax_m.set_title('(b) effective mass of the governing point (largest ratio) along its '
                    'motion, against the standard\'s shortcut', fontsize=10)

@@ -59,6 +59,8 @@ def check_demo_safety(out, model, urdf_xml):
     scale = max(1.0, top.max())
     assert s["retiming_scale"] == pytest.approx(scale, rel=1e-12)
     assert s["worst_ratio_retimed"] == pytest.approx(top.max() / scale, rel=1e-9)
+    assert s["limit_scale"] == pytest.approx(top.max(), rel=1e-12)
+    assert s["worst_ratio_at_limit"] == pytest.approx(1.0, rel=1e-9)
     assert s["duration_retimed_s"] == pytest.approx(s["duration_s"] * scale, rel=1e-9)
     m_R = moving_mass(urdf_xml) / 2
     v_S = F_T / np.sqrt(K_H / (1 / M_H + 1 / m_R))

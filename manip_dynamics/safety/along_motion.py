@@ -12,7 +12,10 @@ sample k and monitored point i (``SafetyMonitor.assess``, :mod:`.assessment`):
 Retiming: ``check_trajectory``'s s = max(1, max_ki rho_ki); the retimed motion passes the
 same q_k at t_k s with qd_k / s. Every |v_ki| scales by 1/s and m_ki, v_max,ki do not
 (the direction of motion is unchanged), so the retimed ratios are rho_ki / s; they are
-recomputed here from qd_k / s (a check of that property, not an assumption).
+recomputed here from qd_k / s (a check of that property, not an assumption). That retiming
+never speeds a motion up; s* = max_ki rho_ki is the uniform time scaling that puts the
+motion exactly at its limit (s* < 1: it could run 1/s* times faster; s = max(1, s*)), with
+its ratios recomputed from qd_k / s* as well.
 
 The standard's shortcut m_R = M/2 + m_L (``simplified_robot_mass``) has one constant
 v_max,S. At sample k the governing point w_k is the one of largest ratio (the monitor's
@@ -43,7 +46,8 @@ class MotionSafety:
 
     t (K,) s; labels (P,) of the points; effective_mass, speed, v_max, ratio (K, P) in kg,
     m/s, m/s, 1; worst (K,) index of the governing point; scale s >= 1; t_retimed (K,) = t s;
-    ratio_retimed (K, P) from qd / s; simplified_mass m_R (kg) and simplified_v_max (m/s) of
+    ratio_retimed (K, P) from qd / s; limit_scale s* (1 if nothing moves), t_at_limit (K,)
+    = t s*, ratio_at_limit (K, P) from qd / s*; simplified_mass m_R (kg) and simplified_v_max (m/s) of
     the shortcut; moving (K,) bool; shortcut_ratio c (K,) (nan where not moving);
     unsafe_fraction in [0, 1]."""
     t: np.ndarray
@@ -56,6 +60,9 @@ class MotionSafety:
     scale: float
     t_retimed: np.ndarray
     ratio_retimed: np.ndarray
+    limit_scale: float
+    t_at_limit: np.ndarray
+    ratio_at_limit: np.ndarray
     simplified_mass: float
     simplified_v_max: float
     moving: np.ndarray
@@ -91,6 +98,9 @@ def safety_along_motion(model, region, t, q, qd, points=None, contact_area=None)
     before = _assess_all(monitor, q, qd)
     check = check_trajectory(monitor, q, qd, t)
     after = _assess_all(monitor, q, check.velocities)
+    top = float(before["ratio"].max())
+    s_star = top if top > 0 else 1.0
+    at_limit = _assess_all(monitor, q, qd / s_star)
     moving = before["speed"].max(axis=1) > 0
     k = np.arange(len(t))
     with np.errstate(invalid="ignore"):
@@ -102,6 +112,7 @@ def safety_along_motion(model, region, t, q, qd, points=None, contact_area=None)
         effective_mass=before["effective_mass"], speed=before["speed"],
         v_max=before["v_max"], ratio=before["ratio"], worst=before["worst"],
         scale=check.scale, t_retimed=check.time_from_start, ratio_retimed=after["ratio"],
+        limit_scale=s_star, t_at_limit=t * s_star, ratio_at_limit=at_limit["ratio"],
         simplified_mass=monitor.simplified_mass, simplified_v_max=monitor.simplified_v_max,
         moving=moving, shortcut_ratio=c, unsafe_fraction=unsafe)
 

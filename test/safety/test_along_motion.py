@@ -10,7 +10,7 @@ References:
 * bent point-mass 2R arm on a motion moving both joints: the seed's J and M written out,
   m = 1 / (u^T J M^-1 J^T u) along u = J qd / |J qd|;
 * SafetyMonitor.assess sample by sample (Panda), and the retiming property (ratios / s)
-  recomputed from qd / s.
+  recomputed from qd / s, for check_trajectory's s and for the motion at its limit s*.
 """
 import math
 import pathlib
@@ -172,6 +172,11 @@ def test_retimed_ratios_are_the_ratios_over_s(panda, speed):
         assert res.scale == 1.0 and res.worst_ratio < 1
     np.testing.assert_allclose(res.ratio_retimed, res.ratio / res.scale, rtol=1e-12)
     np.testing.assert_allclose(res.t_retimed, t * res.scale, rtol=1e-15)
+    # at its limit (s* = the worst ratio, a speed-up when the motion is slow): max ratio 1
+    assert res.limit_scale == res.worst_ratio
+    np.testing.assert_allclose(res.ratio_at_limit, res.ratio / res.limit_scale, rtol=1e-12)
+    assert res.ratio_at_limit.max() == pytest.approx(1.0, rel=1e-12)
+    np.testing.assert_allclose(res.t_at_limit, t * res.limit_scale, rtol=1e-15)
 
 
 @pytest.mark.parametrize("t, q, qd, match", [
