@@ -146,8 +146,12 @@ def _plot_ratios(ax, res, region, colors):
         what = (f'within every limit as tracked (retiming s = 1);\ndashed: the same path at '
                 f'its limit, times x s* = {res.limit_scale:.2f} ({1 / res.limit_scale:.1f}x '
                 f'faster): worst {r2.max():.2f}')
-    for i, label in enumerate(res.labels):
-        ax.plot(res.t, res.ratio[:, i], '-', color=colors[i], lw=1.3, label=label)
+    # drawn last to first: of points at the same place (a flange frame at a link's
+    # origin), the first listed, which the monitor names the worst on a tie, is on top
+    lines = {}
+    for i in reversed(range(len(res.labels))):
+        lines[i], = ax.plot(res.t, res.ratio[:, i], '-', color=colors[i], lw=1.3,
+                            label=res.labels[i])
         ax.plot(t2, r2[:, i], '--', color=colors[i], lw=1.0)
     ax.axhline(1.0, color='r', lw=1.5)
     ax.text(max(res.t[-1], t2[-1]), 1.0, ' ratio = 1', color='r', va='bottom', ha='right')
@@ -155,7 +159,7 @@ def _plot_ratios(ax, res, region, colors):
     ax.set_xlabel('time (s): as tracked (solid), retimed (dashed)')
     ax.set_title(f'(a) every monitored point as tracked (solid): worst ratio '
                  f'{res.worst_ratio:.2f}; {what}', fontsize=10)
-    ax.legend(fontsize=7, ncol=2, loc='upper left')
+    ax.legend(handles=[lines[i] for i in sorted(lines)], fontsize=7, ncol=2, loc='upper left')
     ax.grid(True, alpha=0.3)
 
 
