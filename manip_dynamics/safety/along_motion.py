@@ -47,9 +47,9 @@ class MotionSafety:
     t (K,) s; labels (P,) of the points; effective_mass, speed, v_max, ratio (K, P) in kg,
     m/s, m/s, 1; worst (K,) index of the governing point; scale s >= 1; t_retimed (K,) = t s;
     ratio_retimed (K, P) from qd / s; limit_scale s* (1 if nothing moves), t_at_limit (K,)
-    = t s*, ratio_at_limit (K, P) from qd / s*; simplified_mass m_R (kg) and simplified_v_max (m/s) of
-    the shortcut; moving (K,) bool; shortcut_ratio c (K,) (nan where not moving);
-    unsafe_fraction in [0, 1]."""
+    = t s*, ratio_at_limit (K, P) from qd / s*; simplified_mass m_R (kg) and
+    simplified_v_max (m/s) of the shortcut; moving (K,) bool; shortcut_ratio c (K,) (nan
+    where not moving); unsafe_fraction in [0, 1]."""
     t: np.ndarray
     labels: tuple
     effective_mass: np.ndarray
