@@ -244,7 +244,8 @@ def test_bad_input():
         mon.assess_into(q, q, np.empty((len(mon.points), K.COLUMNS - 1)))
     with pytest.raises(InputError, match=r"table must be"):
         mon.assess_into(q, q, np.empty((K.COLUMNS, len(mon.points))).T)
-    massless = RobotModel.from_urdf_string(massless_joint_xml())
+    with pytest.warns(Warning, match="move no mass"):
+        massless = RobotModel.from_urdf_string(massless_joint_xml())
     mon = SafetyMonitor(massless, default_points(massless), BodyModel.load()["chest"])
     with pytest.raises(SingularConfigurationError, match="not positive definite"):
         mon.assess(np.zeros(2), np.ones(2))
