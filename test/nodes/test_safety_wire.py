@@ -50,7 +50,7 @@ def test_collision_safety_layout_reads_back_as_the_message(area):
     rng = np.random.default_rng(2)
     table = np.empty(monitor.kinematics.table_shape)
     for sec, nanosec in ((1_700_000_123, 987_654_321), (0, 0), (2**31 - 1, 999_999_999)):
-        q, qd = rng.uniform(-2, 2, 7), rng.uniform(-2, 2, 7)
+        q, qd = rng.uniform(-2, 2, 7), rng.uniform(-6, 6, 7)      # (too fast: scale < 1)
         state = monitor.assess(q, qd)
         worst, scale = monitor.assess_into(q, qd, table)
         header = Header(frame_id="world")
