@@ -724,8 +724,8 @@ def build_phases(args, path, rates, me):
         # One output switched on / off, every other default output on, markers off,
         # joint states with effort: the contact outputs (issue 13, observer,noobserver) and
         # the safety outputs (issue 23, safety,nosafety; their own markers off too)
-        for name in SWITCH_PHASES:
-            if name in wanted:
+        for name in args.node_phases.split(","):       # in the order given, repeats too
+            if name in SWITCH_PHASES:
                 label, params = SWITCH_PHASES[name]
                 phases.append((f"dynamics_node, {label}",
                                markers_off + [a for p in params for a in ("-p", p)],
@@ -833,11 +833,12 @@ def print_results(results, header: str) -> None:
 
 def print_switch_ratios(same) -> None:
     """For the SWITCH_GOALS pairs run at one rate: node CPU per message and latency with
-    the output on over off, and the goal on the CPU ratio."""
-    by_label = {r["label"].removeprefix("dynamics_node, "): r for r in same}
+    the output on over off, and the goal on the CPU ratio (phases given more than once,
+    e.g. ``safety,nosafety,nosafety,safety``: the k-th on against the k-th off)."""
+    def runs(label):
+        return [r for r in same if r["label"] == f"dynamics_node, {label}"]
     for on, off, goal in SWITCH_GOALS:
-        if on in by_label and off in by_label:
-            a, b = by_label[on], by_label[off]
+        for a, b in zip(runs(on), runs(off)):
             cpu = a["cpu_per_msg_ms"] / b["cpu_per_msg_ms"]
             print(f"{a['rate']:5.0f} Hz {on} / {off}: cpu/msg {cpu:.2f}x "
                   f"({a['cpu_per_msg_ms']:.4f} / {b['cpu_per_msg_ms']:.4f} ms), "
@@ -866,7 +867,9 @@ def main() -> int:
                     help="with --cpu-limit: keep the default cgroup weight (on a loaded "
                          "machine the group then gets less than its quota)")
     ap.add_argument("--node-phases", default="markers,nomarkers,noeffort",
-                    help="which dynamics_node phases to run (comma-separated): markers, "
+                    help="which dynamics_node phases to run (comma-separated; observer, "
+                         "noobserver, safety, nosafety run in the order given and as often "
+                         "as given, e.g. safety,nosafety,nosafety,safety): markers, "
                          "nomarkers, noeffort (every default output, joint states without "
                          "effort), observer, noobserver (the observer on / off, markers "
                          "off), safety, nosafety (the safety outputs on / off, markers "

@@ -9,13 +9,20 @@ points (every moving link's origin and the tip), times per state:
 * ``SafetyMonitor.assess_into``: the node's per-state path (a reused table, no objects);
 * ``PointKinematics.motion``: the points' kinematics and effective masses alone;
 
-each moving and at rest (qd = 0: every direction from an eigenvector). The code measured is
+each moving and at rest (qd = 0: every direction from an eigenvector).
+
+``--node``: the dynamics node's joint_states callback itself, in this process (no
+middleware wait): two DynamicsNode instances of the same robot, ``safety.enabled`` true and
+false (every other default output on, markers off, joint states with effort), a second node
+in the same process subscribing (raw) to every output of both, so every output is built and
+written to DDS; blocks of states to the one and the other in turn; the CPU time of the
+calling thread per state (``time.thread_time``) and the ratio on / off. The code measured is
 the one first on the path: run it with ``PYTHONPATH`` at another checkout (e.g. ``git
 archive`` of the commit before a change) to measure that code, calls it lacks are left out.
 The best of ``--repeat`` runs of ``--states`` calls each (the least disturbed by other
 processes); the load average is printed with the table.
 
-Run:  PYTHONPATH=. .venv/bin/python benchmarks/bench_safety.py [--robot panda|ur5]
+Run:  PYTHONPATH=. .venv/bin/python benchmarks/bench_safety.py [--robot panda|ur5] [--node]
 """
 from __future__ import annotations
 
@@ -38,13 +45,8 @@ def best_time(fn, states, repeat):
 
 
 def model_for(robot):
-    from manip_dynamics import RobotModel, robots
-    if robot == "panda":
-        return RobotModel.from_urdf_file(robots.path("panda"))
-    import pinocchio as pin
-    import pathlib
-    erd = pathlib.Path(pin.__file__).parents[4] / "share" / "example-robot-data" / "robots"
-    return RobotModel.from_urdf_file(erd / "ur_description" / "urdf" / "ur5_robot.urdf")
+    from manip_dynamics import RobotModel
+    return RobotModel.from_urdf_file(model_path(robot))
 
 
 def main() -> int:
@@ -53,7 +55,11 @@ def main() -> int:
     ap.add_argument("--robot", choices=["panda", "ur5"], default="panda")
     ap.add_argument("--states", type=int, default=2000)
     ap.add_argument("--repeat", type=int, default=7)
+    ap.add_argument("--node", action="store_true",
+                    help="the node's callback with safety on / off instead (see above)")
     args = ap.parse_args()
+    if args.node:
+        return node_on_off(args)
 
     import manip_dynamics
     from manip_dynamics.safety import BodyModel, SafetyMonitor, default_points
@@ -86,6 +92,78 @@ def main() -> int:
     for name, label, t in rows:
         print(f"{name:28s} {label:8s} {t * 1e6:9.2f} us  {t / base[label]:6.2f}x compute_all")
     return 0
+
+
+def node_on_off(args) -> int:
+    """--node: CPU per state of DynamicsNode._on_joint_states, safety on / off (module doc)."""
+    import rclpy
+    from sensor_msgs.msg import JointState
+
+    from manip_dynamics.nodes.dynamics_node import DynamicsNode
+    model = model_for(args.robot)
+    path = model_path(args.robot)
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    nodes = {}
+    for on in ("true", "false"):
+        nodes[on] = DynamicsNode(context=context, cli_args=[
+            "--ros-args", "-r", f"__ns:=/safety_{on}", "-p", f"urdf_file:={path}",
+            "-p", f"safety.enabled:={on}", "-p", "safety.markers:=false",
+            "-p", "outputs.inertia_markers.enabled:=false"])
+    listener = rclpy.create_node("outputs", context=context)
+    time.sleep(1.5)                           # (graph discovery, within this process too)
+    for on, node in nodes.items():
+        for topic, msg_type in node.get_publisher_names_and_types_by_node(
+                node.get_name(), node.get_namespace()):
+            if "markers" not in topic and topic != "/diagnostics":
+                listener.create_subscription(_message_class(msg_type[0]), topic,
+                                             lambda _: None, 10, raw=True)
+    time.sleep(1.5)
+    rng = np.random.default_rng(0)
+    q, qd = rng.uniform(-1, 1, model.n), rng.uniform(-1, 1, model.n)
+    effort = model.gravity_torques(q) - model.coriolis_matrix(q, qd).T @ qd
+    msg = JointState(name=list(model.joint_names), position=q.tolist(), velocity=qd.tolist(),
+                     effort=effort.tolist())
+    cpu = {"true": [], "false": []}
+    for block in range(2 * args.repeat + 2):
+        on = "true" if block % 2 == 0 else "false"
+        t = time.thread_time()
+        for i in range(args.states):
+            ns = time.time_ns()
+            msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(ns, 1_000_000_000)
+            nodes[on]._on_joint_states(msg)
+        if block >= 2:                                   # (the first two: warm-up)
+            cpu[on].append((time.thread_time() - t) / args.states)
+    load = os.getloadavg()
+    a, b = np.array(cpu["true"]), np.array(cpu["false"])
+    print(f"{args.robot}: DynamicsNode._on_joint_states CPU per state (thread), "
+          f"{args.repeat} blocks of {args.states} states each way, load average "
+          f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+    print(f"safety on  {np.median(a) * 1e6:8.2f} us (blocks {a.min() * 1e6:.1f}-{a.max() * 1e6:.1f})")
+    print(f"safety off {np.median(b) * 1e6:8.2f} us (blocks {b.min() * 1e6:.1f}-{b.max() * 1e6:.1f})")
+    print(f"on / off   {np.median(a) / np.median(b):8.2f}x (medians; per block pair "
+          f"{(a / b).min():.2f}-{(a / b).max():.2f}x)")
+    for node in (*nodes.values(), listener):
+        node.destroy_node()
+    rclpy.shutdown(context=context)
+    return 0
+
+
+def model_path(robot):
+    from manip_dynamics import robots
+    if robot == "panda":
+        return robots.path("panda")
+    import pathlib
+    import pinocchio as pin
+    erd = pathlib.Path(pin.__file__).parents[4] / "share" / "example-robot-data" / "robots"
+    return erd / "ur_description" / "urdf" / "ur5_robot.urdf"
+
+
+def _message_class(type_name):
+    """'pkg/msg/Name' -> the message class."""
+    import importlib
+    pkg, _, name = type_name.split("/")
+    return getattr(importlib.import_module(f"{pkg}.msg"), name)
 
 
 if __name__ == "__main__":

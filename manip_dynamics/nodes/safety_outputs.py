@@ -88,16 +88,24 @@ class SafetyOutputs:
 
     # ------------------------------------------------------------------ states
     def on_state(self, snapshot, msg, q, qd, terms, momentum=None) -> None:
-        """The state listener: assess one computed state with velocities. The outputs are
-        the monitor's serialised layouts (SafetyWires), rewritten per state."""
+        """The state listener: assess one computed state with velocities, if someone
+        subscribes to an output (as the node's other outputs: a volatile message nobody
+        receives is not built). The outputs are the monitor's serialised layouts
+        (SafetyWires), rewritten per state."""
         if qd is None or not self._state().values["safety.enabled"]:
             return
         now = time.monotonic()
+        safety, scaling = (self.safety_pub.get_subscription_count() > 0,
+                           self.scale_pub.get_subscription_count() > 0)
         with self._lock:
             try:
                 monitor, options = self._current()
                 if options.rate > 0 and now - self._last < 1.0 / options.rate:
                     return
+                markers = (options.markers and now - self._last_markers >= MARKER_PERIOD
+                           and self.markers_pub.get_subscription_count() > 0)
+                if not (safety or scaling or markers):
+                    return                # nobody listens: a volatile message would be lost
                 self._last = now
                 out = self._wires             # (the service may swap in new ones meanwhile)
                 worst, scale = monitor.assess_into(q, qd, out.table)
@@ -106,16 +114,14 @@ class SafetyOutputs:
                           f"~/collision_safety not published: {exc}")
                 return
         stamp = msg.header.stamp
-        header = None
-        if out.raw:
-            self.safety_pub.publish(out.safety.fill(stamp, out.table, worst, scale))
-            self.scale_pub.publish(out.scale.fill(scale))
-        else:
-            header = Header(stamp=stamp, frame_id=snapshot.model.root_link)
-            self.safety_pub.publish(_safety_message(header, monitor, out.table, worst, scale))
-            self.scale_pub.publish(Float64(data=scale))
-        if (options.markers and now - self._last_markers >= MARKER_PERIOD
-                and self.markers_pub.get_subscription_count()):
+        header = None if out.raw else Header(stamp=stamp, frame_id=snapshot.model.root_link)
+        if safety:
+            self.safety_pub.publish(
+                out.safety.fill(stamp, out.table, worst, scale) if out.raw
+                else _safety_message(header, monitor, out.table, worst, scale))
+        if scaling:
+            self.scale_pub.publish(out.scale.fill(scale) if out.raw else Float64(data=scale))
+        if markers:
             self._last_markers = now
             header = header or Header(stamp=stamp, frame_id=snapshot.model.root_link)
             self.markers_pub.publish(_markers(header, out.table))
