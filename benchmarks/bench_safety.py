@@ -139,8 +139,9 @@ def node_on_off(args) -> int:
     print(f"{args.robot}: DynamicsNode._on_joint_states CPU per state (thread), "
           f"{args.repeat} blocks of {args.states} states each way, load average "
           f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
-    print(f"safety on  {np.median(a) * 1e6:8.2f} us (blocks {a.min() * 1e6:.1f}-{a.max() * 1e6:.1f})")
-    print(f"safety off {np.median(b) * 1e6:8.2f} us (blocks {b.min() * 1e6:.1f}-{b.max() * 1e6:.1f})")
+    for label, x in (("safety on ", a), ("safety off", b)):
+        print(f"{label} {np.median(x) * 1e6:8.2f} us (blocks {x.min() * 1e6:.1f}-"
+              f"{x.max() * 1e6:.1f})")
     print(f"on / off   {np.median(a) / np.median(b):8.2f}x (medians; per block pair "
           f"{(a / b).min():.2f}-{(a / b).max():.2f}x)")
     for node in (*nodes.values(), listener):
