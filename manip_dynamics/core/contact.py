@@ -20,7 +20,7 @@ from numba import njit
 
 from .errors import InputError
 from .kernels import cho_solve, cholesky
-from .observer import _positive_vector
+from .observer import _positive_vector, _step_in_place
 from .symmetric_eigen import symmetric_eigenvalues
 
 # ============================================================================ tip wrench
@@ -142,8 +142,12 @@ class ContactDetector:
         # below[j, k]: coordinate j moves the child link of coordinate k (k at or after j)
         self._below = np.array([[self.topology.moves[self.topology.joint_link[k]][j]
                                  for k in range(n)] for j in range(n)], dtype=np.bool_)
-        self._flags = np.zeros(3, dtype=np.int64)   # update_into: in_contact, event, joint
+        # update_into's kernel arguments: [enter; leave] (2, n), below, flags (in_contact,
+        # event, joint; [3]: observe_contact's damped flag of the wrench), ||r||
+        self._flags = np.zeros(4, dtype=np.int64)
         self._norm = np.zeros(1)
+        self._kernel_args = (np.array([self.enter, self.leave]), self._below, self._flags,
+                             self._norm)
         self.reset()
 
     def reset(self):
@@ -176,9 +180,14 @@ class ContactDetector:
         :attr:`residual_norm` updated. The same decisions as :meth:`update` (the same
         comparisons); ||r|| is summed in index order (np.linalg.norm's BLAS dot may sum
         in another order: equal to round-off)."""
+        self._flags[0] = self.in_contact
+        _detect(r, *self._kernel_args)
+        return self._detected(t)
+
+    def _detected(self, t):
+        """After :func:`_detect` on the sample at t: the state from its flags.
+        -> (event code, joint)."""
         flags = self._flags
-        flags[0] = self.in_contact
-        _detect(r, self.enter, self.leave, self._below, flags, self._norm)
         event = int(flags[1])
         if event == 1:
             self.in_contact, self.detection_time = True, float(t)
@@ -196,11 +205,12 @@ _JIT = dict(cache=True, nogil=True, fastmath=False, error_model="numpy")
 
 
 @njit(**_JIT)
-def _detect(r, enter, leave, below, flags, norm):
-    """The hysteresis and isolation of ContactDetector.update on r (n,): flags[0] in:
-    in_contact; out: flags[0] in_contact, flags[1] the event (0, 1 enter, 2 leave),
-    flags[2] the isolated joint (most_distal of |r_i| > leave_i, -1 when free); norm[0] =
-    ||r|| (summed in index order)."""
+def _detect(r, thresholds, below, flags, norm):
+    """The hysteresis and isolation of ContactDetector.update on r (n,), thresholds (2, n)
+    = [enter; leave]: flags[0] in: in_contact; out: flags[0] in_contact, flags[1] the
+    event (0, 1 enter, 2 leave), flags[2] the isolated joint (most_distal of |r_i| >
+    leave_i, -1 when free); norm[0] = ||r|| (summed in index order)."""
+    enter, leave = thresholds[0], thresholds[1]
     n = r.shape[0]
     any_enter, all_leave, acc = False, True, 0.0
     for i in range(n):
@@ -245,27 +255,29 @@ class WrenchSolver:
         if not (isinstance(threshold, (int, float)) and threshold > 0):
             raise InputError(f"threshold must be a number > 0, got {threshold!r}")
         self.eps = float(threshold)
-        self.F = np.zeros(6)
-        self.sigma = np.zeros(6)
-        self._scratch = (np.zeros((6, 6)), np.zeros((6, 6)), np.zeros((6, 6)), np.zeros(6),
-                         np.zeros((3, 6)))
+        out = np.zeros((2, 6))                 # rows F, sigma
+        self.F, self.sigma = out[0], out[1]
+        # the kernel's arguments after J, r: eps, [F; sigma], G, L, W (3, 6, 6), w, t (4, 6)
+        self._kernel_args = (self.eps, out, np.zeros((3, 6, 6)), np.zeros((4, 6)))
 
     def solve(self, J, r):
         """F (6,) = (J^T)^+ r, thresholded (tip_wrench); J (6, n) the frame's Jacobian,
         r (n,) finite. -> damped (a singular value below eps); F in self.F and the
         singular values (descending, min(n, 6) of them) in self.sigma (both overwritten
         by the next call)."""
-        G, L, W, w, t = self._scratch
-        return _wrench(J, r, self.eps, self.F, self.sigma, G, L, W, w, t)
+        return _wrench(J, r, *self._kernel_args)
 
 
 @njit(**_JIT)
-def _wrench(J, r, eps, F, sigma, G, L, W, w, t):
-    """F = (J^T)^+ r thresholded as tip_wrench; sigma[:min(n, 6)] = J's singular values,
-    descending; returns True when some is below eps. G = J J^T, its eigenvalues w = sigma^2
-    (ascending) and Cholesky factor L: the fast path when w_min > eps^2 (1 + 1e-6) (clearly
-    undamped; then phi(s) = 1/s for every s and F = G^-1 J r); LAPACK's SVD otherwise.
-    W (6, 6), t (3, 6): scratch."""
+def _wrench(J, r, eps, out, mats, vecs):
+    """F = out[0] = (J^T)^+ r thresholded as tip_wrench; sigma = out[1], [:min(n, 6)] =
+    J's singular values, descending; returns True when some is below eps. G = J J^T, its
+    eigenvalues w = sigma^2 (ascending) and Cholesky factor L: the fast path when w_min >
+    eps^2 (1 + 1e-6) (clearly undamped; then phi(s) = 1/s for every s and F = G^-1 J r);
+    LAPACK's SVD otherwise. mats (3, 6, 6) = G, L, W and vecs (4, 6) = w, t (3 rows):
+    scratch."""
+    F, sigma = out[0], out[1]
+    G, L, W, w, t = mats[0], mats[1], mats[2], vecs[0], vecs[1:]
     k, n = J.shape
     if n >= k:
         for a in range(k):
@@ -307,6 +319,42 @@ def _wrench_svd(J, r, eps, F, sigma):
         for i in range(F.shape[0]):
             F[i] += Vt[j, i] * w
     return damped
+
+
+# ============================================================================ per state
+def observe_contact(observer, detector, solver, t, p, ct, g, tau, qd, J):
+    """One sample through a MomentumObserver, a ContactDetector and a WrenchSolver of the
+    same arm in ONE numba call: the observer step on the given terms
+    (:meth:`MomentumObserver.update_terms`), then detection and isolation on its residual
+    r - bias (:meth:`ContactDetector.update_into`), then the tip wrench of that residual
+    (:meth:`WrenchSolver.solve`), each with the same arithmetic as those methods (the same
+    bits). t (s); p = M qd, ct = C^T qd, g, tau, qd (n,) float64; J (6, n) the tip frame's
+    Jacobian. -> (observer event, dt, contact event code, isolated joint, damped);
+    the results in ``observer.residual_buffer``, the detector's state and
+    ``solver.F`` / ``solver.sigma``. InputError (nothing changed) as update_terms."""
+    t, integrate, dt, event = observer.begin_terms(t, tau)
+    flags = detector._flags
+    flags[0] = detector.in_contact
+    _observe_contact(integrate, observer._held, observer._total, observer.friction,
+                     observer._friction_coef, p, ct, g, tau, qd, dt if integrate else 1.0,
+                     observer._terms_state, observer.bias, J, detector._kernel_args,
+                     solver._kernel_args)
+    observer.end_terms(t)
+    code, joint = detector._detected(t)
+    return event, dt, code, joint, bool(flags[3])
+
+
+@njit(**_JIT)
+def _observe_contact(integrate, held, total, friction, coef, p, ct, g, tau, qd, h, state,
+                     bias, J, detector_args, solver_args):
+    """_step_in_place, then _detect and _wrench on its residual (state[5]); the wrench's
+    damped flag into the detector's flags[3]."""
+    _step_in_place(integrate, held, total, friction, coef, p, ct, g, tau, qd, h, state, bias)
+    residual = state[5]
+    thresholds, below, flags, norm = detector_args
+    _detect(residual, thresholds, below, flags, norm)
+    eps, out, mats, vecs = solver_args
+    flags[3] = _wrench(J, residual, eps, out, mats, vecs)
 
 
 # ============================================================================ contact point
