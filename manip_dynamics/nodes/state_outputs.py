@@ -126,7 +126,7 @@ class StateOutputs:
         self.gates = {name: RateGate(values[f"outputs.{name}.enabled"],
                                      values[f"outputs.{name}.rate"])
                       for name in PER_STATE}
-        self._subscribed = {name: Subscribed(publishers[name]) for name in PER_STATE}
+        self._subscribed = {name: Subscribed(pub) for name, pub in publishers.items()}
         model = snapshot.model
         names = list(model.joint_names)
         self._n = model.n
