@@ -245,41 +245,60 @@ class WrenchSolver:
     no numpy temporaries, one numba call (:func:`_wrench`).
 
     threshold: eps > 0 of :func:`tip_wrench`. When every singular value of J is clearly
-    above eps (the undamped case, n >= 6), F = (J J^T)^-1 J r = (J^T)^+ r by a Cholesky
-    solve (the singular values from the eigenvalues of J J^T, no LAPACK); otherwise
-    LAPACK's SVD as tip_wrench. The normal equations square J's condition number: F
-    equals tip_wrench's to about 1e-16 cond(J)^2 relative (cond(J) <= sigma_max / eps
-    there; test_observer_terms bounds it)."""
+    above eps (the undamped case, n >= 6: G - eps^2 (1 + 1e-6) I positive definite, G =
+    J J^T, by a Cholesky factorisation), F = G^-1 J r = (J^T)^+ r by a Cholesky solve, and
+    the singular values are computed only when :attr:`sigma` is read (from the eigenvalues
+    of G, no LAPACK); otherwise LAPACK's SVD as tip_wrench. The normal equations square
+    J's condition number: F equals tip_wrench's to about 1e-16 cond(J)^2 relative (cond(J)
+    <= sigma_max / eps there; test_observer_terms bounds it)."""
 
     def __init__(self, threshold):
         if not (isinstance(threshold, (int, float)) and threshold > 0):
             raise InputError(f"threshold must be a number > 0, got {threshold!r}")
         self.eps = float(threshold)
-        out = np.zeros((2, 6))                 # rows F, sigma
-        self.F, self.sigma = out[0], out[1]
+        self._out = np.zeros((2, 6))           # rows F, sigma
+        self.F = self._out[0]
+        self._sigma_pending = False            # sigma of the last solve not computed yet
         # the kernel's arguments after J, r: eps, [F; sigma], G, L, W (3, 6, 6), w, t (4, 6)
-        self._kernel_args = (self.eps, out, np.zeros((3, 6, 6)), np.zeros((4, 6)))
+        self._kernel_args = (self.eps, self._out, np.zeros((3, 6, 6)), np.zeros((4, 6)))
 
     def solve(self, J, r):
         """F (6,) = (J^T)^+ r, thresholded (tip_wrench); J (6, n) the frame's Jacobian,
         r (n,) finite. -> damped (a singular value below eps); F in self.F and the
         singular values (descending, min(n, 6) of them) in self.sigma (both overwritten
         by the next call)."""
-        return _wrench(J, r, *self._kernel_args)
+        return self._solved(_wrench(J, r, *self._kernel_args))
+
+    def _solved(self, code):
+        """After :func:`_wrench` returned ``code``: -> damped."""
+        self._sigma_pending = bool(code == 0)
+        return bool(code == 2)
+
+    @property
+    def sigma(self):
+        """J's singular values of the last solve, descending (6,): min(n, 6) of them."""
+        if self._sigma_pending:
+            self._sigma_pending = False
+            _, out, mats, vecs = self._kernel_args
+            if not _gram_singular_values(mats[0], out[1], mats[2], vecs):
+                out[1] = np.sqrt(np.linalg.eigvalsh(mats[0]))[::-1]   # (QR did not converge)
+        return self._out[1]
 
 
 @njit(**_JIT)
 def _wrench(J, r, eps, out, mats, vecs):
-    """F = out[0] = (J^T)^+ r thresholded as tip_wrench; sigma = out[1], [:min(n, 6)] =
-    J's singular values, descending; returns True when some is below eps. G = J J^T, its
-    eigenvalues w = sigma^2 (ascending) and Cholesky factor L: the fast path when w_min >
-    eps^2 (1 + 1e-6) (clearly undamped; then phi(s) = 1/s for every s and F = G^-1 J r);
-    LAPACK's SVD otherwise. mats (3, 6, 6) = G, L, W and vecs (4, 6) = w, t (3 rows):
-    scratch."""
-    F, sigma = out[0], out[1]
-    G, L, W, w, t = mats[0], mats[1], mats[2], vecs[0], vecs[1:]
+    """F = out[0] = (J^T)^+ r thresholded as tip_wrench. G = J J^T (into mats[0]): the
+    fast path when G - eps^2 (1 + 1e-6) I has a Cholesky factor (its eigenvalues, J's
+    squared singular values, are all clearly above eps^2: phi(s) = 1/s for every s) and so
+    has G (L): F = G^-1 J r; returns 0 (the singular values not computed:
+    :func:`_gram_singular_values`). Otherwise LAPACK's SVD (:func:`_wrench_svd`, sigma =
+    out[1], [:min(n, 6)]); returns 2 when some singular value is below eps, else 1.
+    mats (3, 6, 6) = G, L, W and vecs (4, 6): scratch."""
+    F = out[0]
+    G, L, W = mats[0], mats[1], mats[2]
     k, n = J.shape
     if n >= k:
+        shift = eps * eps * (1.0 + 1e-6)
         for a in range(k):
             for b in range(a + 1):
                 acc = 0.0
@@ -287,17 +306,31 @@ def _wrench(J, r, eps, out, mats, vecs):
                     acc += J[a, m] * J[b, m]
                 G[a, b] = acc
                 G[b, a] = acc
-        if (symmetric_eigenvalues(G, W, w, t[0], t[1], t[2])
-                and w[0] > eps * eps * (1.0 + 1e-6) and cholesky(G, L)):
+                W[a, b] = acc
+                W[b, a] = acc
+            W[a, a] = G[a, a] - shift
+        if cholesky(W, L) and cholesky(G, L):
             for a in range(k):
                 acc = 0.0
                 for m in range(n):
                     acc += J[a, m] * r[m]
                 F[a] = acc
-                sigma[a] = np.sqrt(w[k - 1 - a])
             cho_solve(L, F)
-            return False
-    return _wrench_svd(J, r, eps, F, sigma)
+            return 0
+    return 2 if _wrench_svd(J, r, eps, F, out[1]) else 1
+
+
+@njit(**_JIT)
+def _gram_singular_values(G, sigma, W, vecs):
+    """sigma (k,) = the square roots of the eigenvalues of G = J J^T (k, k), descending;
+    W (k, k), vecs (4, k): scratch. False if the QR iteration did not converge."""
+    k = G.shape[0]
+    w, t = vecs[0], vecs[1:]
+    if not symmetric_eigenvalues(G, W, w, t[0], t[1], t[2]):
+        return False
+    for a in range(k):
+        sigma[a] = np.sqrt(w[k - 1 - a])
+    return True
 
 
 @njit(**_JIT)
@@ -341,14 +374,14 @@ def observe_contact(observer, detector, solver, t, p, ct, g, tau, qd, J):
                      solver._kernel_args)
     observer.end_terms(t)
     code, joint = detector._detected(t)
-    return event, dt, code, joint, bool(flags[3])
+    return event, dt, code, joint, solver._solved(flags[3])
 
 
 @njit(**_JIT)
 def _observe_contact(integrate, held, total, friction, coef, p, ct, g, tau, qd, h, state,
                      bias, J, detector_args, solver_args):
-    """_step_in_place, then _detect and _wrench on its residual (state[5]); the wrench's
-    damped flag into the detector's flags[3]."""
+    """_step_in_place, then _detect and _wrench on its residual (state[5]); _wrench's
+    code into the detector's flags[3]."""
     _step_in_place(integrate, held, total, friction, coef, p, ct, g, tau, qd, h, state, bias)
     residual = state[5]
     thresholds, below, flags, norm = detector_args
