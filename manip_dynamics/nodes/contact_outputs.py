@@ -19,13 +19,15 @@ says why (again only after effort came and went). The bookkeeping (what is integ
 the gap rule, restarts) is :mod:`manip_dynamics.rules.contact_monitor`; docs/node.md.
 
 Per state: the node's own compute_all run gives p = M qd and C^T qd with its other terms
-(``momentum``); the observer step, detection and tip wrench run in buffers
+(``momentum``); tau is the node's EffortReader's (read once per state for every listener);
+the observer step, detection and tip wrench run in buffers, in one numba call
 (``ContactMonitor.update_terms``), and ~/external_torques, ~/external_wrench and ~/contact
 are laid out once (:mod:`manip_dynamics.nodes.wire`: per input frame_id, per isolated
 joint) and only their stamp and values rewritten, each layout checked once against rclpy's
 deserialisation of the message built field by field (should one read back otherwise, the
-messages themselves are published). The markers stay Python messages (at most
-``observer.markers_rate``).
+messages themselves are published). Each of the three is built and published only while
+someone subscribes (``state_outputs.Subscribed``: a yes is kept 0.1 s; the observer runs
+whoever listens). The markers stay Python messages (at most ``observer.markers_rate``).
 """
 from __future__ import annotations
 
