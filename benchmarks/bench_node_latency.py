@@ -21,11 +21,15 @@ per period: it publishes one pre-serialised message with the stamp rewritten in 
   every output (the node builds only outputs someone subscribes to), taking the untimed
   ones raw, without building Python messages, as a C++ consumer such as RViz would
   (``--deserialize-outputs`` builds them); the contact outputs (~/external_torques,
-  ~/external_wrench, ~/contact, ~/contact_markers) likewise. ``--node-phases`` picks:
+  ~/external_wrench, ~/contact, ~/contact_markers) and the safety outputs
+  (~/collision_safety, ~/speed_scale) likewise. ``--node-phases`` picks:
   ``markers``, ``nomarkers`` (markers off), ``noeffort`` (every default output, joint
-  states WITHOUT effort: the observer idle), and ``observer,noobserver`` (markers off,
-  the momentum observer on, then off). /diagnostics' observer share of the callback time
-  is the ``obs%`` column (the mean of the node's reports while measuring).
+  states WITHOUT effort: the observer idle), ``observer,noobserver`` (markers off,
+  the momentum observer on, then off) and ``safety,nosafety`` (markers off, the
+  collaborative-safety outputs ~/collision_safety and ~/speed_scale on, then off, their
+  markers off; the driver subscribes to both: the node's CPU per message on / off is
+  printed with the issue's goal, <= 1.3x). /diagnostics' observer share of the callback
+  time is the ``obs%`` column (the mean of the node's reports while measuring).
 
 The servers run this checkout's code, or ``--code DIR``'s (e.g. another worktree: the
 code before a change, measured by the same driver in the same session).
@@ -343,10 +347,10 @@ class Phase:
         from rclpy.task import Future
         from sensor_msgs.msg import JointState
         from geometry_msgs.msg import WrenchStamped
-        from std_msgs.msg import Float64MultiArray
+        from std_msgs.msg import Float64, Float64MultiArray
         from visualization_msgs.msg import MarkerArray
 
-        from manip_dynamics_interfaces.msg import Contact
+        from manip_dynamics_interfaces.msg import CollisionSafety, Contact
 
         self.node = node
         self.names, self.q, self.qd = list(names), q.tolist(), qd.tolist()
@@ -401,7 +405,9 @@ class Phase:
                                              ("external_torques", JointState),
                                              ("external_wrench", WrenchStamped),
                                              ("contact", Contact),
-                                             ("contact_markers", MarkerArray))]
+                                             ("contact_markers", MarkerArray),
+                                             ("collision_safety", CollisionSafety),
+                                             ("speed_scale", Float64))]
         self.done = Future()
         # deep reliable queue on the measuring side: the driver must not be the one dropping;
         # raw: only the stamp is read (stamp_ns), the reply is not built as a Python message
@@ -689,11 +695,12 @@ def build_phases(args, path, rates, me):
     reply = (Dynamics, "/dynamics_node/dynamics")
     phases = []
     wanted = set(args.node_phases.split(","))
-    unknown = wanted - {"markers", "nomarkers", "noeffort", "observer", "noobserver", "none",
-                        ""}
+    unknown = wanted - {"markers", "nomarkers", "noeffort", *SWITCH_PHASES, "none", ""}
     if unknown:
         raise SystemExit(f"--node-phases: unknown {sorted(unknown)} (markers, nomarkers, "
-                         "noeffort, observer, noobserver, none)")
+                         f"noeffort, {', '.join(SWITCH_PHASES)}, none)")
+    markers_off = node_args[:-6] + ["-p", "outputs.inertia_markers.enabled:=false",
+                                    "-p", "markers.enabled:=false"]
     for rate in rates:
         phases.append(("floor (echo, default executor)", [me, "--echo", "default"],
                        JointState, ECHO_TOPIC, rate, True))
@@ -713,20 +720,28 @@ def build_phases(args, path, rates, me):
         # The same node without markers: building and sending the MarkerArray (10 Hz) is
         # what a message arriving right behind a marker update waits for.
         if "nomarkers" in wanted:
-            phases.append(("dynamics_node, markers off",
-                           node_args[:-6] + ["-p", "outputs.inertia_markers.enabled:=false",
-                                             "-p", "markers.enabled:=false"], *reply, rate,
-                           True))
-        # The contact outputs (issue 13): joint_states carry effort in every phase of
-        # the run (--node-phases observer,noobserver), the observer on or off; markers off.
-        for name, on in (("observer", "true"), ("noobserver", "false")):
-            if name in wanted:
-                phases.append((f"dynamics_node, observer {'on' if on == 'true' else 'off'}",
-                               node_args[:-6] + ["-p", "outputs.inertia_markers.enabled:=false",
-                                                 "-p", "markers.enabled:=false",
-                                                 "-p", f"observer.enabled:={on}"],
+            phases.append(("dynamics_node, markers off", markers_off, *reply, rate, True))
+        # One output switched on / off, every other default output on, markers off,
+        # joint states with effort: the contact outputs (issue 13, observer,noobserver) and
+        # the safety outputs (issue 23, safety,nosafety; their own markers off too)
+        for name in args.node_phases.split(","):       # in the order given, repeats too
+            if name in SWITCH_PHASES:
+                label, params = SWITCH_PHASES[name]
+                phases.append((f"dynamics_node, {label}",
+                               markers_off + [a for p in params for a in ("-p", p)],
                                *reply, rate, True))
     return phases
+
+
+# --node-phases that switch one output: name -> (label, parameters)
+SWITCH_PHASES = {
+    "observer": ("observer on", ["observer.enabled:=true"]),
+    "noobserver": ("observer off", ["observer.enabled:=false"]),
+    "safety": ("safety on", ["safety.enabled:=true", "safety.markers:=false"]),
+    "nosafety": ("safety off", ["safety.enabled:=false", "safety.markers:=false"]),
+}
+# pairs of those phases whose cpu/msg ratio is reported, with the issue's goal
+SWITCH_GOALS = (("safety on", "safety off", 1.3),)
 
 
 def run_all(args, path, q, qd, names, phases, logdir) -> list[dict]:
@@ -813,6 +828,22 @@ def print_results(results, header: str) -> None:
                       f"(drops beyond latest-wins <= {max(r['dropped'] - lw, 0)}, "
                       f"age99 {r['age_p99_periods']:.2f}; lag99 "
                       f"{r['lag_p99_states']:.1f} states)")
+        print_switch_ratios(same)
+
+
+def print_switch_ratios(same) -> None:
+    """For the SWITCH_GOALS pairs run at one rate: node CPU per message and latency with
+    the output on over off, and the goal on the CPU ratio (phases given more than once,
+    e.g. ``safety,nosafety,nosafety,safety``: the k-th on against the k-th off)."""
+    def runs(label):
+        return [r for r in same if r["label"] == f"dynamics_node, {label}"]
+    for on, off, goal in SWITCH_GOALS:
+        for a, b in zip(runs(on), runs(off)):
+            cpu = a["cpu_per_msg_ms"] / b["cpu_per_msg_ms"]
+            print(f"{a['rate']:5.0f} Hz {on} / {off}: cpu/msg {cpu:.2f}x "
+                  f"({a['cpu_per_msg_ms']:.4f} / {b['cpu_per_msg_ms']:.4f} ms), "
+                  f"p50 {a['p50'] / b['p50']:.2f}x, p99 {a['p99'] / b['p99']:.2f}x; "
+                  f"goal (cpu/msg <= {goal}x): {'MET' if cpu <= goal else 'NOT MET'}")
 
 
 def main() -> int:
@@ -836,9 +867,12 @@ def main() -> int:
                     help="with --cpu-limit: keep the default cgroup weight (on a loaded "
                          "machine the group then gets less than its quota)")
     ap.add_argument("--node-phases", default="markers,nomarkers,noeffort",
-                    help="which dynamics_node phases to run (comma-separated): markers, "
+                    help="which dynamics_node phases to run (comma-separated; observer, "
+                         "noobserver, safety, nosafety run in the order given and as often "
+                         "as given, e.g. safety,nosafety,nosafety,safety): markers, "
                          "nomarkers, noeffort (every default output, joint states without "
                          "effort), observer, noobserver (the observer on / off, markers "
+                         "off), safety, nosafety (the safety outputs on / off, markers "
                          "off); joint states carry effort in every other phase")
     ap.add_argument("--code", metavar="DIR",
                     help="run the servers with the code of this checkout (default: the "

@@ -53,6 +53,8 @@ per played phase ``released`` / ``gravity`` / ``tracking`` / ``friction``:
 ``isolated_link``, ``true_link``, ``error_vs_filtered``, ``error_vs_truth``). With
 ``--urdf`` also ``urdf``, ``skipped`` {phase: why} and ``scenario`` (the chosen ``kp``,
 ``kd``, ``thresholds``, ``floor_height``, ``collision_radius``, ``reach_m``, push and box).
+``safety`` (tracking played): ISO/TS 15066 for hands and fingers along the tracked motion,
+with ``safety_along_motion.png`` (keys: manip_dynamics/demos/safety.py).
 
 Pieces (the same for the embedded robots and for ``--urdf``): :mod:`.processes` (the nodes
 as processes, the Recorder), :mod:`.phases` (the phase table and playing it),
@@ -72,6 +74,7 @@ from .processes import _ros_environment, require_parts
 from .phases import CONTACT_PHASE_NAMES, _run, played
 from .analysis import analyse, contact_numbers, print_contact_table, print_table, save_recording
 from .plots import plot_closed_loop, plot_contact, plot_ellipsoids, render_pictures
+from .safety import add_safety
 
 # Start pose, tracking reference (rad) and camera per robot. Panda: Franka's "ready" pose.
 # The planar 2R hangs from its root at z = 0: its floor is put 1.2 m below.
@@ -199,6 +202,7 @@ def main(argv=None):
             rec, model, scenario, args.time_scale)
     written = _figures(args, rec, model, urdf_xml, scenario, tip, out_dir, summary, series,
                        tracked)
+    written += add_safety(summary, rec, model, tip, out_dir, plots=not args.no_plots)
     summary.pop('contact_series', None)
     summary['pictures'] = [p.name for p in written]
     summary['wall_time_s'] = round(time.monotonic() - t_start, 2)

@@ -19,13 +19,15 @@ says why (again only after effort came and went). The bookkeeping (what is integ
 the gap rule, restarts) is :mod:`manip_dynamics.rules.contact_monitor`; docs/node.md.
 
 Per state: the node's own compute_all run gives p = M qd and C^T qd with its other terms
-(``momentum``); the observer step, detection and tip wrench run in buffers
+(``momentum``); tau is the node's EffortReader's (read once per state for every listener);
+the observer step, detection and tip wrench run in buffers, in one numba call
 (``ContactMonitor.update_terms``), and ~/external_torques, ~/external_wrench and ~/contact
 are laid out once (:mod:`manip_dynamics.nodes.wire`: per input frame_id, per isolated
 joint) and only their stamp and values rewritten, each layout checked once against rclpy's
 deserialisation of the message built field by field (should one read back otherwise, the
-messages themselves are published). The markers stay Python messages (at most
-``observer.markers_rate``).
+messages themselves are published). Each of the three is built and published only while
+someone subscribes (``state_outputs.Subscribed``: a yes is kept 0.1 s; the observer runs
+whoever listens). The markers stay Python messages (at most ``observer.markers_rate``).
 """
 from __future__ import annotations
 
@@ -45,6 +47,7 @@ import numpy as np
 from manip_dynamics.core.contact.detector import ContactPoint, arm_topology, link_segment
 from manip_dynamics.core.errors import InputError, ManipDynamicsError
 from manip_dynamics.nodes import wire
+from manip_dynamics.nodes.state_outputs import Subscribed
 from manip_dynamics.rules.contact_monitor import ContactMonitor
 from manip_dynamics.rules.effort_reader import EffortReader
 from manip_dynamics.rules.throttled_log import ThrottledLog
@@ -61,19 +64,23 @@ def _f64(values):
 class ContactOutputs:
     """Publishers, services and the ContactMonitor of one DynamicsNode (module docstring)."""
 
-    def __init__(self, node):
+    def __init__(self, node, effort: EffortReader = None):
         self.node = node
         self._lock = threading.Lock()     # monitor: listener vs services
         self._monitor = None
         self._effort_seen = None          # None: no state yet; else the last state had effort
         self._last_markers = -math.inf
         self._wires = None                # ContactWires of the model last published
-        self._effort = EffortReader()     # tau from msg.effort, names matched once
+        # tau from msg.effort, names matched once (the node's reader: read once per state)
+        self._effort = EffortReader() if effort is None else effort
         self._log = ThrottledLog(node.get_logger(), WARNING_PERIOD)
         self.torques_pub = node.create_publisher(JointState, "~/external_torques", 10)
         self.wrench_pub = node.create_publisher(WrenchStamped, "~/external_wrench", 10)
         self.contact_pub = node.create_publisher(Contact, "~/contact", 10)
         self.markers_pub = node.create_publisher(MarkerArray, "~/contact_markers", 10)
+        # the per-state outputs are built only while someone subscribes (as StateOutputs')
+        self._subscribed = tuple(Subscribed(pub) for pub in (
+            self.torques_pub, self.wrench_pub, self.contact_pub))
         node.create_service(Trigger, "~/reset_observer", self._on_reset)
         node.create_service(Trigger, "~/zero_observer", self._on_zero)
         node.state_listeners.append(self.on_state)
@@ -173,22 +180,33 @@ class ContactOutputs:
         detection = monitor.absolute(live.detection_time) if live.in_contact else 0.0
         point = live.point
         stamp = in_header.stamp
-        torques = wires.torques(in_header.frame_id) if wires.raw else None
-        contact = wires.contact(live.joint) if wires.raw else None
+        now = time.monotonic()
+        subscribed = self._subscribed
+        torques_on, wrench_on, contact_on = (subscribed[0](now), subscribed[1](now),
+                                             subscribed[2](now))
+        # the layouts first: one checked now for the first time may turn raw off
+        torques = wires.torques(in_header.frame_id) if wires.raw and torques_on else None
+        contact = wires.contact(live.joint) if wires.raw and contact_on else None
         if wires.raw:
-            self.torques_pub.publish(torques.fill(stamp, q, qd, live.residual))
-            self.wrench_pub.publish(wires.wrench.fill(stamp, live.F))
-            self.contact_pub.publish(contact.fill(
-                stamp, live.in_contact, live.residual_norm, detection,
-                None if point is None else point.point, None if point is None else point.force))
+            if torques_on:
+                self.torques_pub.publish(torques.fill(stamp, q, qd, live.residual))
+            if wrench_on:
+                self.wrench_pub.publish(wires.wrench.fill(stamp, live.F))
+            if contact_on:
+                self.contact_pub.publish(contact.fill(
+                    stamp, live.in_contact, live.residual_norm, detection,
+                    None if point is None else point.point,
+                    None if point is None else point.force))
         else:
             root = Header(stamp=stamp, frame_id=model.root_link)
-            self.torques_pub.publish(torques_message(
-                Header(stamp=stamp, frame_id=in_header.frame_id), model.joint_names, q, qd,
-                live.residual))
-            self.wrench_pub.publish(wrench_message(root, live.F))
-            self.contact_pub.publish(contact_message(root, model, live, detection))
-        now = time.monotonic()
+            if torques_on:
+                self.torques_pub.publish(torques_message(
+                    Header(stamp=stamp, frame_id=in_header.frame_id), model.joint_names, q,
+                    qd, live.residual))
+            if wrench_on:
+                self.wrench_pub.publish(wrench_message(root, live.F))
+            if contact_on:
+                self.contact_pub.publish(contact_message(root, model, live, detection))
         period = 1.0 / snapshot.observer.markers_rate
         if live.contact_event or now - self._last_markers >= period:
             try:

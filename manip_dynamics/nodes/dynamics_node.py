@@ -63,6 +63,7 @@ from manip_dynamics.nodes.safety_outputs import SafetyOutputs
 from manip_dynamics.rules import gc_pauses
 from manip_dynamics.rules.dynamics_parameters import (PARAMETERS, SPECS, ParameterValueError,
                                                       check_values)
+from manip_dynamics.rules.effort_reader import EffortReader
 from manip_dynamics.rules.marker_schedule import MarkerSchedule
 from manip_dynamics.rules.model_source import Applied, Description, ModelSource
 from manip_dynamics.rules.parameter_table import ParameterTypeError
@@ -139,8 +140,10 @@ class DynamicsNode(Node):
         self._description_sub = self.create_subscription(
             String, "robot_description", self._on_robot_description, latched)
         self.dynamics_services = DynamicsServices(self, lambda: self.snapshot)
-        self.contact_outputs = ContactOutputs(self)   # the observer on effort (a state listener)
-        self.payload_service = PayloadService(self, lambda: self._state)   # ~/estimate_payload
+        self._efforts = EffortReader()     # tau of a state, read once for every listener
+        self.contact_outputs = ContactOutputs(self, self._efforts)  # the observer on effort
+        self.payload_service = PayloadService(self, lambda: self._state,   # ~/estimate_payload
+                                              effort=self._efforts)
         self.safety_outputs = SafetyOutputs(self, lambda: self._state)  # ISO/TS 15066 speeds
 
         self.add_on_set_parameters_callback(self._validate_parameters)
@@ -460,6 +463,7 @@ class DynamicsNode(Node):
                                 "state listener failed:\n" + traceback.format_exc())
             if listener == observer:       # /diagnostics: the observer's share
                 self._stats.observer(time.perf_counter() - t0)
+        self._efforts.forget()             # (msg may be reused: read the next one afresh)
 
     # ------------------------------------------------------------------ timers
 

@@ -36,12 +36,15 @@ SERVICE = "~/estimate_payload"
 
 class PayloadService:
     """``state()`` returns the node's current ``Applied`` state (snapshot, base model and
-    parameter values)."""
+    parameter values); ``effort``: the node's EffortReader (shared with the contact
+    outputs: effort read once per state), or None for one of its own."""
 
-    def __init__(self, node, state, capacity: int = BUFFER_STATES):
+    def __init__(self, node, state, capacity: int = BUFFER_STATES,
+                 effort: EffortReader = None):
         self.node, self._state = node, state
         self.buffer = StateBuffer(capacity)
-        self._effort = EffortReader()       # tau from msg.effort, names matched once
+        # tau from msg.effort, names matched once
+        self._effort = EffortReader() if effort is None else effort
         node.state_listeners.append(self.on_state)
         self.service = node.create_service(EstimatePayload, SERVICE, self.on_request)
 

@@ -32,9 +32,12 @@ from std_msgs.msg import ColorRGBA, Float64, Header
 from visualization_msgs.msg import Marker, MarkerArray
 
 from manip_dynamics.core.errors import InputError, ManipDynamicsError
+from manip_dynamics.nodes import wire
+from manip_dynamics.nodes.services import trajectory_arrays
 from manip_dynamics.rules.safety_options import body_model, monitored_extra, options_from_values
 from manip_dynamics.rules.throttled_log import ThrottledLog
 from manip_dynamics.safety import SafetyMonitor, check_trajectory, default_points
+from manip_dynamics.safety import kernel as K
 from manip_dynamics_interfaces.msg import CollisionSafety, SafetyPoint
 from manip_dynamics_interfaces.srv import CheckTrajectorySafety
 
@@ -52,7 +55,7 @@ class SafetyOutputs:
         self.node, self._state = node, state
         self._lock = threading.Lock()
         self._built_for = None        # the node's Applied state the monitor was built for
-        self._monitor = self._options = None
+        self._monitor = self._options = self._wires = None
         self._last = self._last_markers = -np.inf
         self._log = ThrottledLog(node.get_logger(), WARNING_PERIOD)
         self.safety_pub = node.create_publisher(CollisionSafety, "~/collision_safety", 10)
@@ -71,6 +74,7 @@ class SafetyOutputs:
             options = options_from_values(applied.values)
             self._monitor = self._build(applied.snapshot, options, options.region,
                                         options.contact_area)
+            self._wires = SafetyWires(self._monitor, applied.snapshot.model.root_link)
             self._built_for, self._options = applied, options
         return self._monitor, self._options
 
@@ -84,28 +88,43 @@ class SafetyOutputs:
 
     # ------------------------------------------------------------------ states
     def on_state(self, snapshot, msg, q, qd, terms, momentum=None) -> None:
-        """The state listener: assess one computed state with velocities."""
+        """The state listener: assess one computed state with velocities, if someone
+        subscribes to an output (as the node's other outputs: a volatile message nobody
+        receives is not built). The outputs are the monitor's serialised layouts
+        (SafetyWires), rewritten per state."""
         if qd is None or not self._state().values["safety.enabled"]:
             return
         now = time.monotonic()
+        safety, scaling = (self.safety_pub.get_subscription_count() > 0,
+                           self.scale_pub.get_subscription_count() > 0)
         with self._lock:
             try:
                 monitor, options = self._current()
                 if options.rate > 0 and now - self._last < 1.0 / options.rate:
                     return
+                markers = (options.markers and now - self._last_markers >= MARKER_PERIOD
+                           and self.markers_pub.get_subscription_count() > 0)
+                if not (safety or scaling or markers):
+                    return                # nobody listens: a volatile message would be lost
                 self._last = now
-                result = monitor.assess(q, qd)
+                out = self._wires             # (the service may swap in new ones meanwhile)
+                worst, scale = monitor.assess_into(q, qd, out.table)
             except ManipDynamicsError as exc:
                 self._log("warning", "safety:" + type(exc).__name__,
                           f"~/collision_safety not published: {exc}")
                 return
-        header = Header(stamp=msg.header.stamp, frame_id=snapshot.model.root_link)
-        self.safety_pub.publish(_safety_message(header, options, monitor, result))
-        self.scale_pub.publish(Float64(data=float(result.speed_scale)))
-        if (options.markers and now - self._last_markers >= MARKER_PERIOD
-                and self.markers_pub.get_subscription_count()):
+        stamp = msg.header.stamp
+        header = None if out.raw else Header(stamp=stamp, frame_id=snapshot.model.root_link)
+        if safety:
+            self.safety_pub.publish(
+                out.safety.fill(stamp, out.table, worst, scale) if out.raw
+                else _safety_message(header, monitor, out.table, worst, scale))
+        if scaling:
+            self.scale_pub.publish(out.scale.fill(scale) if out.raw else Float64(data=scale))
+        if markers:
             self._last_markers = now
-            self.markers_pub.publish(_markers(header, result))
+            header = header or Header(stamp=stamp, frame_id=snapshot.model.root_link)
+            self.markers_pub.publish(_markers(header, out.table))
 
     # ------------------------------------------------------------------ service
     def on_request(self, request, response):
@@ -135,8 +154,10 @@ class SafetyOutputs:
                                   request.contact_area or options.contact_area,
                                   request.payload_mass)
         traj = request.trajectory
-        P, V, A, t = _waypoints(monitor.kinematics.model, traj)
-        check = check_trajectory(monitor, P, V, t, A)
+        P, V, _ = trajectory_arrays(monitor.kinematics.model, traj, allow_extra=True,
+                                    require_velocities=True)
+        t = [p.time_from_start.sec + 1e-9 * p.time_from_start.nanosec for p in traj.points]
+        check = check_trajectory(monitor, P, V, t)
         labels = [p.label for p in monitor.points]
         response.worst_point = [labels[i] for i in check.worst]
         response.ratio = [float(x) for x in check.ratio]
@@ -161,30 +182,6 @@ def _with_extra_point_mass(model, frame, mass):
     return model.with_payload(frame, m, c, np.asarray(I0) + shift(m0, d0) + shift(mass, d1))
 
 
-def _waypoints(model, traj):
-    """(positions, velocities, accelerations or None, times) in model order."""
-    names = list(traj.joint_names)
-    missing = [j for j in model.joint_names if j not in names]
-    if missing:
-        raise InputError(f"trajectory.joint_names lacks joint(s) {', '.join(missing)}")
-    if not traj.points:
-        raise InputError("trajectory has no points")
-    index = [names.index(j) for j in model.joint_names]
-    P, V, A, t = [], [], [], []
-    for k, pt in enumerate(traj.points):
-        for field, out in (("positions", P), ("velocities", V)):
-            values = getattr(pt, field)
-            if len(values) != len(names):
-                raise InputError(f"trajectory.points[{k}].{field} has {len(values)} values "
-                                 f"for {len(names)} joint_names")
-            out.append([values[i] for i in index])
-        if len(pt.accelerations) == len(names):
-            A.append([pt.accelerations[i] for i in index])
-        t.append(pt.time_from_start.sec + 1e-9 * pt.time_from_start.nanosec)
-    acc = np.array(A) if len(A) == len(P) else None
-    return np.array(P), np.array(V), acc, np.array(t)
-
-
 def _retimed(traj, model, check):
     """The request's trajectory with times x s, velocities / s, accelerations / s^2 (every
     joint of the request, also those the model does not know)."""
@@ -198,34 +195,55 @@ def _retimed(traj, model, check):
     return out
 
 
-def _safety_message(header, options, monitor, result):
-    mo = result.motion
+class SafetyWires:
+    """The per-state buffers of one SafetyMonitor: its table (P, kernel.COLUMNS) and the
+    serialised ~/collision_safety and ~/speed_scale (:mod:`manip_dynamics.nodes.wire`),
+    checked once against rclpy's deserialisation of the messages built field by field
+    (``raw`` False: they read back otherwise, publish the messages)."""
+
+    def __init__(self, monitor, root_link):
+        points = monitor.points
+        self.table = np.empty(monitor.kinematics.table_shape)
+        self.safety = wire.CollisionSafetyWire(
+            root_link, monitor.region.key, float(monitor.contact_area or 0.0),
+            [p.link for p in points], [p.label for p in points],
+            float(monitor.simplified_mass), float(monitor.simplified_v_max))
+        self.scale = wire.Float64Wire()
+        probe = np.sin(np.arange(1.0, 1.0 + self.table.size)).reshape(self.table.shape)
+        probe[0, K.MASS] = np.inf                   # (a point the arm cannot move)
+        header = Header(frame_id=root_link)
+        header.stamp.sec, header.stamp.nanosec = 1_700_000_123, 987_654_321
+        worst, scale = len(points) - 1, 0.625
+        self.raw = (wire.matches(self.safety.fill(header.stamp, probe, worst, scale),
+                                 _safety_message(header, monitor, probe, worst, scale))
+                    and wire.matches(self.scale.fill(scale), Float64(data=scale)))
+
+
+def _safety_message(header, monitor, table, worst, scale):
+    """CollisionSafety from a kernel table (P, COLUMNS), the worst row and the speed scale."""
     msg = CollisionSafety(header=header, body_region=monitor.region.key,
                           contact_area=float(monitor.contact_area or 0.0),
-                          worst=int(result.worst), speed_scale=float(result.speed_scale),
-                          simplified_robot_mass=float(result.simplified_mass),
-                          simplified_permissible_speed=float(result.simplified_v_max))
+                          worst=int(worst), speed_scale=float(scale),
+                          simplified_robot_mass=float(monitor.simplified_mass),
+                          simplified_permissible_speed=float(monitor.simplified_v_max))
     msg.points = [SafetyPoint(
         link=p.link, label=p.label,
-        position=Point(x=float(mo.position[i, 0]), y=float(mo.position[i, 1]),
-                       z=float(mo.position[i, 2])),
-        speed=float(mo.speed[i]),
-        direction=Vector3(x=float(mo.direction[i, 0]), y=float(mo.direction[i, 1]),
-                          z=float(mo.direction[i, 2])),
-        effective_mass=float(mo.effective_mass[i]),
-        permissible_speed=float(result.v_max[i]), ratio=float(result.ratio[i]))
-        for i, p in enumerate(monitor.points)]
+        position=Point(x=row[K.X], y=row[K.Y], z=row[K.Z]), speed=row[K.SPEED],
+        direction=Vector3(x=row[K.UX], y=row[K.UY], z=row[K.UZ]),
+        effective_mass=row[K.MASS], permissible_speed=row[K.V_MAX], ratio=row[K.RATIO])
+        for p, row in zip(monitor.points, table.tolist())]
     return msg
 
 
-def _markers(header, result):
-    """A sphere per monitored point: green (ratio 0) to red (ratio >= 1)."""
+def _markers(header, table):
+    """A sphere per monitored point (rows of a kernel table): green (ratio 0) to red
+    (ratio >= 1)."""
     array = MarkerArray()
-    for i, (pos, ratio) in enumerate(zip(result.motion.position, result.ratio)):
-        x = float(min(max(ratio, 0.0), 1.0))
+    for i, row in enumerate(table.tolist()):
+        x = min(max(row[K.RATIO], 0.0), 1.0)
         m = Marker(header=header, ns="safety_points", id=i, type=Marker.SPHERE,
                    action=Marker.ADD)
-        m.pose.position = Point(x=float(pos[0]), y=float(pos[1]), z=float(pos[2]))
+        m.pose.position = Point(x=row[K.X], y=row[K.Y], z=row[K.Z])
         m.pose.orientation.w = 1.0
         m.scale = Vector3(x=MARKER_DIAMETER, y=MARKER_DIAMETER, z=MARKER_DIAMETER)
         m.color = ColorRGBA(r=x, g=1.0 - x, b=0.0, a=0.9)

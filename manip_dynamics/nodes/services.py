@@ -113,14 +113,16 @@ def joint_vector(model, joint_names: Sequence[str], values: Sequence[float], fie
     return _in_model_order(model, names, values, field)
 
 
-def _in_model_order(model, names: Sequence[str], values, field: str) -> np.ndarray:
-    """``model.vector_from_names`` (strict: no extra names), with a fuller message.
+def _in_model_order(model, names: Sequence[str], values, field: str,
+                    allow_extra: bool = False) -> np.ndarray:
+    """``model.vector_from_names`` (strict unless ``allow_extra``: names that are not joints
+    of the model are then ignored), with a fuller message.
 
     The core reports the first problem it finds (e.g. a missing joint); when names that are
     not coordinates of the model are the likely cause, the message lists them too.
     """
     try:
-        vector = model.vector_from_names(names, values, field=field, allow_extra=False)
+        vector = model.vector_from_names(names, values, field=field, allow_extra=allow_extra)
     except InputError as exc:
         strangers = [name for name in names if name not in model.joint_names]
         if strangers and "unknown" not in str(exc):
@@ -157,11 +159,17 @@ def _payload_arguments(payload) -> tuple[str, float, np.ndarray, np.ndarray]:
     return payload.frame_id, mass, com, inertia   # values are checked by the core
 
 
-def trajectory_arrays(model, trajectory) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """trajectory_msgs/JointTrajectory -> (Q, QD, QDD), each (P, n) in model order.
+def trajectory_arrays(model, trajectory, allow_extra: bool = False,
+                      require_velocities: bool = False
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """trajectory_msgs/JointTrajectory -> (Q, QD, QDD), each (P, n) in model order, finite.
 
-    Missing (empty) velocities / accelerations of a point are zeros; a non-empty array must
-    have one value per joint name. ``joint_names`` empty means the model's order.
+    Missing (empty) velocities / accelerations of a point are zeros (velocities must be
+    given with ``require_velocities``); a non-empty array must have one value per joint
+    name. ``joint_names`` empty means the model's order. Names that are not joints of the
+    model are refused, or with ``allow_extra`` accepted and left out (a caller that answers
+    with the trajectory carries them through). ~/get_trajectory_torques: the defaults;
+    ~/check_trajectory_safety: allow_extra, require_velocities.
     """
     points = trajectory.points
     if len(points) == 0:
@@ -170,7 +178,7 @@ def trajectory_arrays(model, trajectory) -> tuple[np.ndarray, np.ndarray, np.nda
     k = len(names)
     # Let the core validate the names (missing / duplicate / unknown) once, by mapping the
     # column indices 0..k-1 into model order: perm[j] = column holding model joint j.
-    perm = _in_model_order(model, names, np.arange(k, dtype=float), "joint_names")
+    perm = _in_model_order(model, names, np.arange(k, dtype=float), "joint_names", allow_extra)
     perm = perm.round().astype(int)
 
     def stacked(field: str, required: bool) -> np.ndarray:
@@ -185,13 +193,15 @@ def trajectory_arrays(model, trajectory) -> tuple[np.ndarray, np.ndarray, np.nda
                     f"(one per joint name)"
                 )
             out[p] = values
+        out = out[:, perm]                   # (the model's joints: others are not checked)
         bad = np.argwhere(~np.isfinite(out))
         if bad.size:
-            p, c = bad[0]
-            raise RequestError(f"points[{p}].{field} is not finite for joint {names[c]!r}")
-        return out[:, perm]
+            p, j = bad[0]
+            raise RequestError(f"points[{p}].{field} is not finite for joint "
+                               f"{names[perm[j]]!r}")
+        return out
 
-    return stacked("positions", True), stacked("velocities", False), \
+    return stacked("positions", True), stacked("velocities", require_velocities), \
         stacked("accelerations", False)
 
 

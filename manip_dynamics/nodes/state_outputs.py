@@ -83,6 +83,30 @@ class RateGate:
         return True
 
 
+class Subscribed:
+    """``subscribed(now)``: someone subscribes to ``publisher`` (``now`` monotonic s).
+
+    The middleware is asked (``get_subscription_count``, a few microseconds) on every call
+    while nobody subscribes, so that a new subscriber gets the very next state; once
+    somebody does, the answer is kept for ``period`` s. A subscriber that leaves is thus
+    noticed up to ``period`` s late: that long, messages are published to nobody (lost,
+    as a volatile message nobody subscribes to is anyway)."""
+
+    __slots__ = ("_publisher", "_period", "_until")
+
+    def __init__(self, publisher, period: float = 0.1):
+        self._publisher, self._period = publisher, float(period)
+        self._until = -float("inf")
+
+    def __call__(self, now: float) -> bool:
+        if now < self._until:
+            return True
+        if self._publisher.get_subscription_count() > 0:
+            self._until = now + self._period
+            return True
+        return False
+
+
 class StateOutputs:
     """Outputs of one applied state; see the module docstring.
 
@@ -102,6 +126,7 @@ class StateOutputs:
         self.gates = {name: RateGate(values[f"outputs.{name}.enabled"],
                                      values[f"outputs.{name}.rate"])
                       for name in PER_STATE}
+        self._subscribed = {name: Subscribed(pub) for name, pub in publishers.items()}
         model = snapshot.model
         names = list(model.joint_names)
         self._n = model.n
@@ -170,10 +195,10 @@ class StateOutputs:
 
     def _due(self, name: str, now: float) -> bool:
         """Enabled, subscribed to (a volatile message nobody subscribes to is lost anyway:
-        not building and serialising it saves ~20 us per output), and due by its rate."""
+        not building and serialising it saves ~20 us per output; :class:`Subscribed`),
+        and due by its rate."""
         gate = self.gates[name]
-        return (gate.enabled and self._pub[name].get_subscription_count() > 0
-                and gate.due(now))
+        return gate.enabled and self._subscribed[name](now) and gate.due(now)
 
     def publish(self, header: Header, q, qd, g, terms, now: float) -> None:
         """Publish the enabled, subscribed, due outputs of one state (``qd`` and ``terms``

@@ -267,3 +267,70 @@ class ContactWire:
             self.point_force[:3] = point
             self.point_force[3:] = force
         return bytes(self.buf)
+
+
+class CollisionSafetyWire:
+    """manip_dynamics_interfaces/CollisionSafety of fixed points: header (stamp,
+    ``frame_id``), ``body_region``, ``contact_area``, one SafetyPoint per (``links[i]``,
+    ``labels[i]``), worst, speed_scale, ``simplified_robot_mass``,
+    ``simplified_permissible_speed`` (the last two and contact_area fixed per layout).
+
+    A SafetyPoint's float64 fields (position x, y, z, speed, direction x, y, z,
+    effective_mass, permissible_speed, ratio) follow each other without padding, each
+    point's after its two strings: ``fill`` writes the rows of a (P, 10) table (the
+    columns of :mod:`manip_dynamics.safety.kernel`) into them with one indexed copy, through
+    a float64 view of the whole message from the end of the encapsulation header (every
+    float64 sits at a multiple of 8 from there)."""
+
+    __slots__ = ("buf", "_stamp", "_worst", "_f64", "_rows", "_scale")
+
+    def __init__(self, frame_id: str, body_region: str, contact_area: float,
+                 links: Sequence[str], labels: Sequence[str], simplified_robot_mass: float,
+                 simplified_permissible_speed: float):
+        w = CdrWriter()
+        self._stamp = w.stamp()
+        w.string(frame_id)
+        w.string(body_region)
+        area = w.float64()
+        starts = []
+        w.uint32(len(links))
+        for link, label in zip(links, labels):
+            w.string(link)
+            w.string(label)
+            starts.append(w.float64())
+            for _ in range(9):
+                w.float64()
+        self._worst = w.uint32(0)
+        scale, mass, speed = w.float64(), w.float64(), w.float64()
+        self.buf = w.buf
+        base = len(ENCAPSULATION)
+        self._f64 = np.frombuffer(self.buf, dtype=_F64, offset=base,
+                                  count=(len(self.buf) - base) // 8)
+        first = (np.array(starts, dtype=np.intp) - base) // 8
+        self._rows = first[:, None] + np.arange(10, dtype=np.intp)     # (P, 10)
+        self._scale = (scale - base) // 8
+        for offset, value in ((area, contact_area), (mass, simplified_robot_mass),
+                              (speed, simplified_permissible_speed)):
+            self._f64[(offset - base) // 8] = value
+
+    def fill(self, stamp, table, worst: int, speed_scale: float) -> bytes:
+        """The message's bytes for one state: ``table`` (P, 10), the worst point's index and
+        the speed scale."""
+        write_stamp(self.buf, self._stamp, stamp)
+        self._f64[self._rows] = table
+        _U32.pack_into(self.buf, self._worst, worst)
+        self._f64[self._scale] = speed_scale
+        return bytes(self.buf)
+
+
+class Float64Wire:
+    """std_msgs/Float64: one float64 right after the encapsulation header."""
+
+    __slots__ = ("buf",)
+
+    def __init__(self):
+        self.buf = bytearray(ENCAPSULATION + bytes(8))
+
+    def fill(self, value: float) -> bytes:
+        struct.pack_into("<d", self.buf, len(ENCAPSULATION), value)
+        return bytes(self.buf)

@@ -39,7 +39,7 @@ from typing import Optional
 import numpy as np
 
 from manip_dynamics.core.contact.detector import (ContactDetector, WrenchSolver, contact_point,
-                                                  tip_wrench)
+                                                  observe_contact, tip_wrench)
 from manip_dynamics.core.contact.observer import MomentumObserver
 from manip_dynamics.core.errors import InputError
 
@@ -155,8 +155,8 @@ class ContactMonitor:
     def retarget(self, model, options: ObserverOptions, tip_frame: str) -> "ContactMonitor":
         """This monitor (now on ``model``) when neither the dynamics nor the options changed,
         else a fresh one (the module docstring's model-change rule)."""
-        if model is self.model and options == self.options:
-            self.tip_frame = tip_frame
+        if model is self.model and (options is self.options or options == self.options):
+            self.tip_frame = tip_frame      # (identity first: the same snapshot's options)
             return self
         same = (options == self.options and model.joint_names == self.model.joint_names
                 and np.array_equal(_fingerprint(model), self._fingerprint))
@@ -201,15 +201,16 @@ class ContactMonitor:
         """:meth:`update` with the model terms of the node's own compute_all run: terms
         (DynamicsTerms of the tip frame, 6 Jacobian rows: J, g) and momentum
         (MomentumTerms: p = M qd, ct = C^T qd) of this q, qd. The observer step, the
-        detection and the tip wrench run in buffers (core: MomentumObserver.update_terms,
-        ContactDetector.update_into, WrenchSolver). -> :attr:`live` (rewritten per
+        detection and the tip wrench run in buffers, in one numba call
+        (core.contact.observe_contact: the arithmetic of MomentumObserver.update_terms,
+        ContactDetector.update_into and WrenchSolver). -> :attr:`live` (rewritten per
         sample). The same rules and InputErrors as :meth:`update`."""
         event = self._stale_or_restart(t, tau, q)
-        obs_event, _ = self.observer.update_terms(t, momentum.p, momentum.ct, terms.g, tau, qd)
-        r = self.observer.residual_buffer
         detector = self.detector
-        contact_event, joint = detector.update_into(t, r)
-        self._wrench.solve(terms.J, r)
+        obs_event, _, contact_event, joint, _ = observe_contact(
+            self.observer, detector, self._wrench, t, momentum.p, momentum.ct, terms.g, tau,
+            qd, terms.J)
+        r = self.observer.residual_buffer
         live = self.live
         live.t, live.residual, live.F = float(t), r, self._wrench.F
         live.event = event or obs_event

@@ -1,11 +1,15 @@
 """tau (n,) in model order from a joint state's ``effort``, with the name permutation
-validated once per name list (ROS-free: ``msg`` needs ``name`` and ``effort``).
+validated once per name list, and read once per state however many listeners ask (ROS-free:
+``msg`` needs ``name`` and ``effort``).
 
 ``RobotModel.vector_from_names`` validates names and values (duplicates, missing joints,
 lengths, non-finite values, each named in its InputError) but builds its index on every
 call: tens of microseconds per state at 1 kHz. :class:`EffortReader` calls it on the first
 message of each name list (and on any message that fails the cheap checks, so the error is
-the same), and otherwise gathers ``effort`` with the cached index.
+the same), and otherwise gathers ``effort`` with the cached index. The dynamics node hands
+one reader to every state listener that needs tau (the contact outputs, the payload
+service): the second asking for the same message gets the first one's tau, until the node
+calls :meth:`EffortReader.forget` after the state.
 """
 from __future__ import annotations
 
@@ -18,12 +22,24 @@ NAME_CACHE_SIZE = 16          # distinct joint name lists remembered (a driver s
 
 class EffortReader:
     """``reader(model, msg)`` -> tau (n,) float64 in model order, or vector_from_names'
-    InputError (naming the field, joint and value) for a bad message."""
+    InputError (naming the field, joint and value) for a bad message.
+
+    The tau of the last message read is kept: the same ``msg`` object (and model) read
+    again before :meth:`forget` returns the same array (callers copy it, never write
+    it). Call ``forget`` once the message is done with (its object may be reused and
+    refilled)."""
 
     def __init__(self):
         self._model, self._index = None, {}
+        self._msg = self._tau = None      # the message read last and its tau
+
+    def forget(self) -> None:
+        """The next read reads ``effort`` again, whatever the message object."""
+        self._msg = self._tau = None
 
     def __call__(self, model, msg) -> np.ndarray:
+        if msg is self._msg and model is self._model:
+            return self._tau
         if self._model is not model:
             self._model, self._index = model, {}
         key = tuple(msg.name)
@@ -31,11 +47,14 @@ class EffortReader:
         if index is not None and len(msg.effort) == len(key):
             tau = np.asarray(msg.effort, dtype=np.float64)[index]
             if finite_vector(tau):
+                self._msg, self._tau = msg, tau
                 return tau
+        self._msg = self._tau = None
         tau = model.vector_from_names(msg.name, msg.effort, field="effort")   # or raises
         if index is None:
             where = {name: i for i, name in enumerate(key)}
             if len(self._index) >= NAME_CACHE_SIZE:
                 self._index.clear()
             self._index[key] = np.array([where[j] for j in model.joint_names], dtype=np.intp)
+        self._msg, self._tau = msg, tau
         return tau

@@ -46,6 +46,7 @@ class StateBuffer:
         self.capacity = int(capacity)
         self._lock = threading.Lock()
         self._names: tuple = ()
+        self._names_given = None      # the names object of the last append (identity)
         self._count = 0
         self._t = self._rows = None
 
@@ -54,18 +55,34 @@ class StateBuffer:
             self._count = 0
 
     def append(self, names, t: float, q, qd, tau) -> None:
-        """Add one state: t (s), q, qd, tau (n,) in ``names`` order."""
-        names = tuple(names)
-        row = np.concatenate([q, qd, tau]).astype(float)
+        """Add one state: t (s), q, qd, tau (n,) in ``names`` order, written in place into
+        the ring's next row [q, qd, tau] (no temporaries; ``names`` compared by identity
+        first when they are a tuple: a model's joint_names is the same tuple from one state to
+        the next).
+        InputError (nothing added) when q, qd or tau is not of length len(names)."""
         with self._lock:
-            if names != self._names or self._rows is None or self._rows.shape[1] != len(row):
-                self._names = names
-                self._t = np.zeros(self.capacity)
-                self._rows = np.zeros((self.capacity, len(row)))
-                self._count = 0
+            if names is not self._names_given:
+                self._use_names(names)
+            n = len(self._names)
+            if not len(q) == len(qd) == len(tau) == n:
+                raise InputError(f"q, qd, tau need {n} values each (one per name), got "
+                                 f"{len(q)}, {len(qd)}, {len(tau)}")
             k = self._count % self.capacity
-            self._t[k], self._rows[k] = t, row
+            row = self._rows[k]
+            row[:n], row[n:2 * n], row[2 * n:] = q, qd, tau
+            self._t[k] = t
             self._count += 1
+
+    def _use_names(self, names) -> None:
+        """Start afresh (an empty ring of 3 len(names) columns) unless ``names`` equal the
+        kept ones."""
+        key = tuple(names)
+        if key != self._names or self._rows is None:
+            self._names = key
+            self._t = np.zeros(self.capacity)
+            self._rows = np.zeros((self.capacity, 3 * len(key)))
+            self._count = 0
+        self._names_given = names if type(names) is tuple else None   # (a list may change)
 
     def last(self, duration: float = 0.0):
         """(names, t (N,), q, qd, tau (N, n)) of the states within ``duration`` s of the

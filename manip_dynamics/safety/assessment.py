@@ -20,8 +20,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..core.errors import InputError
-from .limits import permissible_speed, simplified_robot_mass
-from .points import PointKinematics
+from ..core.dynamics.launch import _direct
+from . import kernel as K
+from .limits import permissible_force, permissible_speed, simplified_robot_mass
+from .points import PointKinematics, PointMotion
 
 
 @dataclass
@@ -49,6 +51,8 @@ class SafetyMonitor:
         self.kinematics = PointKinematics(model, points)
         self.region = region
         self.contact_area = contact_area
+        self._limit = (float(permissible_force(region, contact_area)),
+                       float(region.effective_mass), float(region.spring_constant))
         self.simplified_mass = simplified_robot_mass(model)
         self.simplified_v_max = float(permissible_speed(region, self.simplified_mass,
                                                         contact_area))
@@ -58,16 +62,28 @@ class SafetyMonitor:
         return self.kinematics.points
 
     def assess(self, q, qd):
-        """SafetyState at (q, qd) (n,) each."""
-        motion = self.kinematics.motion(q, qd)
-        v_max = permissible_speed(self.region, motion.effective_mass, self.contact_area)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            ratio = np.where(motion.speed > 0, motion.speed / v_max, 0.0)
-        worst = int(np.argmax(ratio))
-        top = float(ratio[worst])
-        scale = 1.0 if top <= 1.0 else 1.0 / top
-        return SafetyState(motion, v_max, ratio, worst, scale, self.simplified_mass,
+        """SafetyState at (q, qd) (n,) each (its arrays: views of a new table)."""
+        table = np.empty(self.kinematics.table_shape)
+        worst, scale = self.assess_into(q, qd, table)
+        return SafetyState(PointMotion.from_table(table), table[:, K.V_MAX],
+                           table[:, K.RATIO], worst, scale, self.simplified_mass,
                            self.simplified_v_max)
+
+    def assess_into(self, q, qd, table):
+        """The assessment at (q, qd) into ``table`` (P, kernel.COLUMNS) float64, C-contiguous:
+        per point the columns of :mod:`.kernel` (position, speed, direction, effective mass,
+        v_max, ratio); -> (worst, speed_scale). No Python objects per state besides those
+        two: the node's per-state path."""
+        kin = self.kinematics
+        kin.check_table(table)
+        q, qd = kin.state(q, qd)
+        F, m_H, k = self._limit
+        status, worst = _direct(K.assess_points, (kin._bodies, q, qd, kin._fb, kin._X, F, m_H,
+                                                  k, table))
+        if status != K.OK:
+            kin.refuse(q, qd)
+        top = table[worst, K.RATIO]
+        return worst, (1.0 if top <= 1.0 else float(1.0 / top))
 
 
 @dataclass
@@ -90,18 +106,26 @@ def check_trajectory(monitor, positions, velocities, time_from_start, accelerati
     n = monitor.kinematics.model.n
     P = _waypoints(positions, "positions", n)
     V = _waypoints(velocities, "velocities", n, len(P))
-    t = np.asarray(time_from_start, dtype=float)
-    if t.shape != (len(P),) or not np.isfinite(t).all() or (np.diff(t) < 0).any():
-        raise InputError(f"time_from_start must be {len(P)} finite non-decreasing times (s)")
+    t = _times(time_from_start, "time_from_start", len(P))
     A = None if accelerations is None else _waypoints(accelerations, "accelerations", n, len(P))
     worst = np.empty(len(P), dtype=int)
     ratio = np.empty(len(P))
+    table = np.empty(monitor.kinematics.table_shape)
     for k in range(len(P)):
-        s = monitor.assess(P[k], V[k])
-        worst[k], ratio[k] = s.worst, s.ratio[s.worst]
+        worst[k] = monitor.assess_into(P[k], V[k], table)[0]
+        ratio[k] = table[worst[k], K.RATIO]
     scale = max(1.0, float(ratio.max()))
     return TrajectoryCheck(worst, ratio, scale, t * scale, V / scale,
                            None if A is None else A / scale ** 2)
+
+
+def _times(t, name, count):
+    """t as (count,) finite non-decreasing seconds, else InputError naming ``name``."""
+    t = np.asarray(t, dtype=float)
+    if t.shape != (count,) or not np.isfinite(t).all() or (np.diff(t) < 0).any():
+        raise InputError(f"{name} must be {count} finite non-decreasing times (s), got "
+                         f"shape {t.shape}")
+    return t
 
 
 def _waypoints(x, name, n, count=None):

@@ -41,14 +41,22 @@ def permissible_speed(region, m_R, contact_area=None, area=None):
     m_R = np.asarray(m_R, dtype=float)
     if np.isnan(m_R).any() or (m_R <= 0).any():
         raise InputError(f"m_R must be > 0 (kg), got {m_R!r}")
+    F = permissible_force(region, contact_area, area)
+    mu = reduced_mass(region.effective_mass, m_R)
+    return F / np.sqrt(mu * region.spring_constant)
+
+
+def permissible_force(region, contact_area=None, area=None):
+    """F (N) of v_max = F / sqrt(mu k) (:func:`permissible_speed`): the region's transient
+    force F_T, or min(F_T, p_T A) with a contact area A (m^2; ``area`` as there). 0 where
+    the region admits no transient contact."""
     F = region.transient_force()
     if contact_area is not None:
         A = float(contact_area)
         if not np.isfinite(A) or A <= 0:
             raise InputError(f"contact_area must be finite and > 0 (m^2), got {contact_area!r}")
         F = min(F, region.pressure(area, transient=True) * A)
-    mu = reduced_mass(region.effective_mass, m_R)
-    return F / np.sqrt(mu * region.spring_constant)
+    return F
 
 
 def simplified_robot_mass(model, payload_mass=None):

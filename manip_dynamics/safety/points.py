@@ -12,7 +12,11 @@ axes) and r_i = R_root_link offset_i:
 (Khatib's operational-space inertia of the point: the mass that an obstacle met along u_i
 feels; RobotModel.effective_mass computes the same for one point and any direction). A
 point at rest has no direction of motion: its m_i is reported along the direction of the
-largest effective mass (the smallest eigenvalue of A_i), the worst case for a contact.
+largest effective mass (the smallest eigenvalue of A_i), the worst case for a contact
+(the eigenvector's sign: its largest component positive).
+
+All points of a state come from one numba pass (:mod:`.kernel`): one forward kinematics,
+one mass matrix and its Cholesky factor, then the few 3 x n products of each point.
 """
 from __future__ import annotations
 
@@ -20,8 +24,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..core.errors import InputError
-from ..core.dynamics.model import point_transform
+from ..core.errors import InputError, NonFiniteResultError
+from ..core.dynamics.launch import _direct
+from . import kernel as K
 
 
 @dataclass(frozen=True)
@@ -78,59 +83,68 @@ class PointMotion:
     direction: np.ndarray
     effective_mass: np.ndarray
 
+    @classmethod
+    def from_table(cls, table):
+        """Views of a :mod:`.kernel` table (P, COLUMNS); velocity = speed u (a new array)."""
+        speed, u = table[:, K.SPEED], table[:, K.UX:K.UZ + 1]
+        return cls(table[:, K.X:K.Z + 1], u * speed[:, None], speed, u, table[:, K.MASS])
+
 
 class PointKinematics:
-    """Effective masses of a fixed set of monitored points of one model (see module doc)."""
+    """Effective masses of a fixed set of monitored points of one model (see module doc).
+
+    Each point is laid out once as a frame of its own on its link's body (the link's pose
+    on the body with the offset folded in); per state, one numba pass
+    (:func:`.kernel.point_table`) computes every point: one forward kinematics, one M and
+    its Cholesky factor, then per point J_p, v = J_p qd and A = J_p M^-1 J_p^T."""
 
     def __init__(self, model, points):
         self.model = model
         self.points = list(points)
         if not self.points:
             raise InputError("no monitored points")
-        self._links = sorted({p.link for p in self.points})
-        self._offsets = np.array([p.offset for p in self.points], dtype=float)
-        self._link_index = np.array([self._links.index(p.link) for p in self.points])
+        fb, X = [], []
+        for p in self.points:
+            b, X_body_point = model.frame_body(p.link)
+            X_body_point[:3, 3] += X_body_point[:3, :3] @ np.asarray(p.offset, dtype=float)
+            fb.append(b)
+            X.append(X_body_point)
+        self._fb = np.array(fb, dtype=np.int64)
+        self._X = np.ascontiguousarray(X, dtype=np.float64)
+        self._bodies = model._bodies        # the core's body table, what its kernels read
+        self.table_shape = (len(self.points), K.COLUMNS)
 
     def motion(self, q, qd):
-        """PointMotion of every point at (q, qd), (n,) each.
+        """PointMotion of every point at (q, qd), (n,) each (views of a new table)."""
+        table = np.empty(self.table_shape)
+        q, qd = self.state(q, qd)
+        status = _direct(K.point_table, (self._bodies, q, qd, self._fb, self._X, table))
+        if status != K.OK:
+            self.refuse(q, qd)
+        return PointMotion.from_table(table)
 
-        Per link: J and the pose (the core's kinematics kernels) and A = J M^-1 J^T of its
-        origin (the core's bundle: Cholesky solves against M in numba, no BLAS call, so no
-        BLAS threads woken for a 7 x 7 solve); per point A_p = T A T^T and v = T J qd with
-        T = [I, -[r]x] (einsum over 3 x 6 blocks)."""
-        model = self.model
-        q = np.ascontiguousarray(q, dtype=float)
-        qd = np.ascontiguousarray(qd, dtype=float)
-        if qd.shape != q.shape or q.shape != (model.n,):
-            raise InputError(f"q and qd must have shape ({model.n},), got {q.shape}, {qd.shape}")
-        J, origin, R, A6 = self._link_kinematics(q)
-        idx = self._link_index
-        r = np.einsum("pij,pj->pi", R[idx], self._offsets)
-        T = point_transform(r)                                    # (P, 3, 6)
-        v = np.einsum("pik,pk->pi", T, np.einsum("pkj,j->pk", J[idx], qd))
-        A = np.einsum("pik,pkl,pjl->pij", T, A6[idx], T)          # (P, 3, 3)
-        speed = np.sqrt(np.einsum("pi,pi->p", v, v))
-        u = _directions(v, speed, A)
-        uau = np.einsum("pi,pij,pj->p", u, A, u)
-        tr = np.trace(A, axis1=1, axis2=2)
-        with np.errstate(divide="ignore"):
-            m = np.where(uau > 1e-12 * tr, 1.0 / np.where(uau > 0, uau, 1.0), np.inf)
-        return PointMotion(origin[idx] + r, v, speed, u, m)
+    def state(self, q, qd):
+        """(q, qd) as contiguous float64 (n,) arrays; InputError for another shape."""
+        q = np.ascontiguousarray(q, dtype=np.float64)
+        qd = np.ascontiguousarray(qd, dtype=np.float64)
+        n = self.model.n
+        if qd.shape != q.shape or q.shape != (n,):
+            raise InputError(f"q and qd must have shape ({n},), got {q.shape}, {qd.shape}")
+        return q, qd
 
-    def _link_kinematics(self, q):
-        """Per monitored link: J (6, n), origin (3,), R (3, 3), A = J M^-1 J^T (6, 6)."""
-        model = self.model
-        J = np.stack([model.jacobian(q, f) for f in self._links])
-        X = np.stack([model.frame_pose(q, f) for f in self._links])
-        A = np.stack([model.inverse_effective_inertia(q, f) for f in self._links])
-        return J, X[:, :3, 3], X[:, :3, :3], A
+    def check_table(self, table):
+        """InputError unless ``table`` is a C-contiguous float64 array of table_shape (what
+        the kernel writes into without further checks)."""
+        if not (type(table) is np.ndarray and table.dtype == np.float64
+                and table.shape == self.table_shape and table.flags.c_contiguous):
+            raise InputError(f"table must be a C-contiguous float64 array of shape "
+                             f"{self.table_shape}")
 
-
-def _directions(v, speed, A):
-    """u = v / |v|; for a point at rest the eigenvector of A's smallest eigenvalue."""
-    u = np.empty_like(v)
-    moving = speed > 0
-    u[moving] = v[moving] / speed[moving, None]
-    if not moving.all():
-        u[~moving] = np.linalg.eigh(A[~moving])[1][:, :, 0]
-    return u
+    def refuse(self, q, qd):
+        """Raise the core's error for a state the kernel refused: compute_all of the same
+        state names it (a non-finite q or qd entry: InputError; M not positive definite:
+        SingularConfigurationError; an overflow: NonFiniteResultError); should the core
+        accept the state, the points' own results overflowed."""
+        self.model.compute_all(q, qd, self.points[0].link)
+        raise NonFiniteResultError("monitored points: a position, velocity or J M^-1 J^T "
+                                   "overflowed to inf/NaN (q, qd or the offsets too large)")

@@ -36,7 +36,8 @@ def test_demo_exits_cleanly_and_prints_the_table(demo):
         assert text in proc.stdout
 
 
-@pytest.mark.parametrize("name", ["closed_loop.png", "inertia_ellipsoids.png", "contact.png"])
+@pytest.mark.parametrize("name", ["closed_loop.png", "inertia_ellipsoids.png", "contact.png",
+                                  "safety_along_motion.png"])
 def test_figures_have_content(demo, name):
     import matplotlib
     matplotlib.use("Agg")
@@ -91,6 +92,24 @@ def test_contact_phases_detected_isolated_and_estimated(demo):
         assert c[name]["detection_ms"] <= 30.0 + 1e-6
     assert c["pushed"]["error_vs_filtered"] <= 0.01
     assert c["obstacle"]["error_vs_truth"] <= 0.01                # resting on the box
+
+
+def test_safety_along_the_tracked_motion(demo):
+    """summary['safety'] (ISO/TS 15066, hands and fingers) against the recorded tracking
+    phase assessed sample by sample (test/demos/safety_checks.py); the figure is listed."""
+    from safety_checks import check_demo_safety
+
+    from pathlib import Path
+
+    from manip_dynamics import RobotModel
+    from manip_dynamics.robots import path as robot_path
+    proc, out = demo
+    urdf = Path(robot_path("panda")).read_text()
+    s = check_demo_safety(out, RobotModel.from_urdf_string(urdf), urdf)
+    assert s["figure"] == "safety_along_motion.png"
+    assert "safety_along_motion.png" in json.loads((out / "summary.json").read_text())[
+        "pictures"]
+    assert "safety along the tracked motion" in proc.stdout
 
 
 def test_pictures_of_the_arm_or_one_line_why_not(demo):

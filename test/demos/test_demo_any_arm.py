@@ -6,7 +6,9 @@ an include through $(find ...), a mimic joint; ~0.3 N*m), each run shortened
 (--time-scale 0.4, the lockstep loop at up to 4x real time, no figures). The Panda's bounds: gravity hold drift < 1e-6 rad with the
 plant's friction off (exact model: the drift measures our g against MuJoCo), tracking RMS
 < 5 mrad, the push at the tip detected within 20 ms of its onset and isolated to the link
-of the last joint moving the tip frame (the tip link's body).
+of the last joint moving the tip frame (the tip link's body). The summary's ISO/TS 15066
+entry along the tracked motion equals the recording assessed sample by sample
+(test/demos/safety_checks.py).
 """
 import json
 import subprocess
@@ -46,6 +48,8 @@ def run(request, tmp_path_factory):
 
 
 def test_any_arm_holds_tracks_and_feels_the_push(run):
+    from safety_checks import check_demo_safety
+
     from manip_dynamics import RobotModel
     from manip_dynamics.core.contact.detector import arm_topology
     from manip_dynamics.core.dynamics.description import load_description
@@ -66,5 +70,8 @@ def test_any_arm_holds_tracks_and_feels_the_push(run):
     push = s["contact"]["pushed"]
     assert push["detection_ms"] <= 20.0 + 1e-6
     assert push["true_link"] == tip_body and push["isolated_link"] == tip_body
+    # ISO/TS 15066 along the tracked motion, without the figure (--no-plots)
+    safety = check_demo_safety(out, model, (out / "robot.urdf").read_text())
+    assert "figure" not in safety
     if name == "hobby_xacro":
         assert s["joint_names"] == ["h_waist", "h_shoulder", "h_elbow", "h_wrist"]

@@ -435,3 +435,24 @@ def test_rate_gate_passes_at_most_rate_states_per_second_and_keeps_the_average()
     assert not late.due(0.55) and late.due(0.6)        # restarted from 0.5, not 0.2
     assert all(RateGate(True, 0.0).due(t) for t in (0.0, 0.0, 1e-9))   # 0 = every state
     assert not any(RateGate(False, 0.0).due(t) for t in (0.0, 1.0))
+
+
+def test_subscribed_asks_while_nobody_listens_and_keeps_a_yes(ros_node):
+    """state_outputs.Subscribed (whether an output is built) on a real publisher: no while
+    nobody subscribes, asked on every call, so a subscriber that just matched gets the
+    next state; a yes is kept ``period`` s (the count is not asked per state), then asked
+    again."""
+    from manip_dynamics.nodes.state_outputs import Subscribed
+
+    topic = f"subscribed_probe_{os.getpid()}"
+    pub = ros_node.create_publisher(JointState, topic, 10)
+    subscribed = Subscribed(pub, period=0.5)
+    assert not subscribed(0.0)
+    sub = ros_node.create_subscription(JointState, topic, lambda msg: None, 10)
+    ros_utils.wait_for(lambda: pub.get_subscription_count() > 0)
+    assert subscribed(0.01)            # asked again, although it said no just before
+    ros_node.destroy_subscription(sub)
+    ros_utils.wait_for(lambda: pub.get_subscription_count() == 0)
+    assert subscribed(0.5)             # the yes is kept for period
+    assert not subscribed(0.52)        # then asked again
+    ros_node.destroy_publisher(pub)

@@ -172,6 +172,8 @@ def test_check_trajectory_safety_service(arm):
             (JointTrajectory(joint_names=["joint1"], points=traj.points), "joint2"),
             (JointTrajectory(joint_names=["joint1", "joint2"], points=[JointTrajectoryPoint(
                 positions=[0.0, 0.0], velocities=[1.0])]), "velocities has 1 values"),
+            (JointTrajectory(joint_names=["joint1", "joint2"], points=[JointTrajectoryPoint(
+                positions=[0.0, 0.0])]), "velocities has 0 values"),     # required here
             (JointTrajectory(joint_names=["joint1", "joint2"]), "no points")):
         r = ros_utils.call_service(node, CheckTrajectorySafety, name,
                                    CheckTrajectorySafety.Request(trajectory=bad), process=proc)

@@ -140,3 +140,28 @@ def test_effort_reader_gathers_by_name_and_names_bad_values():
             read(model, SimpleNamespace(name=names, effort=effort))
     with pytest.raises(InputError, match="missing joints"):
         read(model, SimpleNamespace(name=names[1:], effort=[0.0] * 7))
+
+
+def test_effort_reader_reads_a_message_once_until_forget():
+    """The node's listeners share one reader: the same message object read again gives
+    the first read's tau (the same array); after forget(), or for another message object,
+    effort is read again (a message object refilled in place gives its new values)."""
+    from types import SimpleNamespace
+
+    from manip_dynamics.rules.effort_reader import EffortReader
+
+    model = RobotModel.from_urdf_file(robots.path("panda"))
+    names = list(model.joint_names)
+    read = EffortReader()
+    msg = SimpleNamespace(name=names, effort=[1.0] * 7)
+    first = read(model, msg)
+    msg.effort = [2.0] * 7                       # refilled in place (same object)
+    assert read(model, msg) is first             # one read per state
+    read.forget()
+    np.testing.assert_array_equal(read(model, msg), [2.0] * 7)
+    other = SimpleNamespace(name=names, effort=[3.0] * 7)
+    np.testing.assert_array_equal(read(model, other), [3.0] * 7)
+    bad = SimpleNamespace(name=names, effort=[math.nan] * 7)
+    for _ in range(2):                            # a refused message is refused every time
+        with pytest.raises(InputError, match="non-finite"):
+            read(model, bad)

@@ -75,6 +75,27 @@ def test_state_buffer_ring_and_window():
     assert names == ("x",) and len(t) == 1
 
 
+def test_state_buffer_refuses_wrong_lengths_and_keeps_its_states():
+    """A state whose q, qd or tau does not have one value per name: InputError, the kept
+    states untouched (the ring's next row is also its oldest once full); a list of names
+    changed in place between appends is noticed (names are compared, not only identity)."""
+    buf = StateBuffer(capacity=3)
+    names = ["a", "b"]
+    for k in range(3):
+        buf.append(names, float(k), [k, k], [0.5, 0.5], [1.0, 2.0])
+    for q, qd, tau in [([9.0], [9.0, 9.0], [9.0, 9.0]), ([9.0] * 2, [9.0] * 3, [9.0] * 2),
+                       ([9.0] * 2, [9.0] * 2, [9.0])]:
+        with pytest.raises(InputError, match="2 values each"):
+            buf.append(names, 5.0, q, qd, tau)
+    _, t, q, qd, tau = buf.last()
+    np.testing.assert_array_equal(t, [0.0, 1.0, 2.0])
+    np.testing.assert_array_equal(q, [[0, 0], [1, 1], [2, 2]])
+    names[1] = "c"                                        # the same list, another model
+    buf.append(names, 6.0, [6.0, 6.0], [0.0, 0.0], [0.0, 0.0])
+    got, t, *_ = buf.last()
+    assert got == ("a", "c") and list(t) == [6.0]
+
+
 def test_delay_efforts_recovers_a_shifted_ramp():
     t = np.arange(0.0, 1.0, 0.01)
     tau = np.stack([2.0 * (t - 0.005), -t + 0.005], axis=1)   # tau[k] is the torque at t - 5 ms

@@ -21,7 +21,7 @@ from numba import njit
 from ..dynamics.kernels import cho_solve, cholesky
 from ..dynamics.kernels.symmetric_eigen import symmetric_eigenvalues
 from ..errors import InputError
-from .observer import _positive_vector
+from .observer import _positive_vector, _step_in_place
 
 # ============================================================================ tip wrench
 WrenchEstimate = namedtuple("WrenchEstimate", "F sigma damped")
@@ -142,8 +142,12 @@ class ContactDetector:
         # below[j, k]: coordinate j moves the child link of coordinate k (k at or after j)
         self._below = np.array([[self.topology.moves[self.topology.joint_link[k]][j]
                                  for k in range(n)] for j in range(n)], dtype=np.bool_)
-        self._flags = np.zeros(3, dtype=np.int64)   # update_into: in_contact, event, joint
+        # update_into's kernel arguments: [enter; leave] (2, n), below, flags (in_contact,
+        # event, joint; [3]: observe_contact's damped flag of the wrench), ||r||
+        self._flags = np.zeros(4, dtype=np.int64)
         self._norm = np.zeros(1)
+        self._kernel_args = (np.array([self.enter, self.leave]), self._below, self._flags,
+                             self._norm)
         self.reset()
 
     def reset(self):
@@ -176,9 +180,14 @@ class ContactDetector:
         :attr:`residual_norm` updated. The same decisions as :meth:`update` (the same
         comparisons); ||r|| is summed in index order (np.linalg.norm's BLAS dot may sum
         in another order: equal to round-off)."""
+        self._flags[0] = self.in_contact
+        _detect(r, *self._kernel_args)
+        return self._detected(t)
+
+    def _detected(self, t):
+        """After :func:`_detect` on the sample at t: the state from its flags.
+        -> (event code, joint)."""
         flags = self._flags
-        flags[0] = self.in_contact
-        _detect(r, self.enter, self.leave, self._below, flags, self._norm)
         event = int(flags[1])
         if event == 1:
             self.in_contact, self.detection_time = True, float(t)
@@ -196,11 +205,12 @@ _JIT = dict(cache=True, nogil=True, fastmath=False, error_model="numpy")
 
 
 @njit(**_JIT)
-def _detect(r, enter, leave, below, flags, norm):
-    """The hysteresis and isolation of ContactDetector.update on r (n,): flags[0] in:
-    in_contact; out: flags[0] in_contact, flags[1] the event (0, 1 enter, 2 leave),
-    flags[2] the isolated joint (most_distal of |r_i| > leave_i, -1 when free); norm[0] =
-    ||r|| (summed in index order)."""
+def _detect(r, thresholds, below, flags, norm):
+    """The hysteresis and isolation of ContactDetector.update on r (n,), thresholds (2, n)
+    = [enter; leave]: flags[0] in: in_contact; out: flags[0] in_contact, flags[1] the
+    event (0, 1 enter, 2 leave), flags[2] the isolated joint (most_distal of |r_i| >
+    leave_i, -1 when free); norm[0] = ||r|| (summed in index order)."""
+    enter, leave = thresholds[0], thresholds[1]
     n = r.shape[0]
     any_enter, all_leave, acc = False, True, 0.0
     for i in range(n):
@@ -235,39 +245,60 @@ class WrenchSolver:
     no numpy temporaries, one numba call (:func:`_wrench`).
 
     threshold: eps > 0 of :func:`tip_wrench`. When every singular value of J is clearly
-    above eps (the undamped case, n >= 6), F = (J J^T)^-1 J r = (J^T)^+ r by a Cholesky
-    solve (the singular values from the eigenvalues of J J^T, no LAPACK); otherwise
-    LAPACK's SVD as tip_wrench. The normal equations square J's condition number: F
-    equals tip_wrench's to about 1e-16 cond(J)^2 relative (cond(J) <= sigma_max / eps
-    there; test_observer_terms bounds it)."""
+    above eps (the undamped case, n >= 6: G - eps^2 (1 + 1e-6) I positive definite, G =
+    J J^T, by a Cholesky factorisation), F = G^-1 J r = (J^T)^+ r by a Cholesky solve, and
+    the singular values are computed only when :attr:`sigma` is read (from the eigenvalues
+    of G, no LAPACK); otherwise LAPACK's SVD as tip_wrench. The normal equations square
+    J's condition number: F equals tip_wrench's to about 1e-16 cond(J)^2 relative (cond(J)
+    <= sigma_max / eps there; test_observer_terms bounds it)."""
 
     def __init__(self, threshold):
         if not (isinstance(threshold, (int, float)) and threshold > 0):
             raise InputError(f"threshold must be a number > 0, got {threshold!r}")
         self.eps = float(threshold)
-        self.F = np.zeros(6)
-        self.sigma = np.zeros(6)
-        self._scratch = (np.zeros((6, 6)), np.zeros((6, 6)), np.zeros((6, 6)), np.zeros(6),
-                         np.zeros((3, 6)))
+        self._out = np.zeros((2, 6))           # rows F, sigma
+        self.F = self._out[0]
+        self._sigma_pending = False            # sigma of the last solve not computed yet
+        # the kernel's arguments after J, r: eps, [F; sigma], G, L, W (3, 6, 6), w, t (4, 6)
+        self._kernel_args = (self.eps, self._out, np.zeros((3, 6, 6)), np.zeros((4, 6)))
 
     def solve(self, J, r):
         """F (6,) = (J^T)^+ r, thresholded (tip_wrench); J (6, n) the frame's Jacobian,
         r (n,) finite. -> damped (a singular value below eps); F in self.F and the
         singular values (descending, min(n, 6) of them) in self.sigma (both overwritten
         by the next call)."""
-        G, L, W, w, t = self._scratch
-        return _wrench(J, r, self.eps, self.F, self.sigma, G, L, W, w, t)
+        return self._solved(_wrench(J, r, *self._kernel_args))
+
+    def _solved(self, code):
+        """After :func:`_wrench` returned ``code``: -> damped."""
+        self._sigma_pending = bool(code == 0)
+        return bool(code == 2)
+
+    @property
+    def sigma(self):
+        """J's singular values of the last solve, descending (6,): min(n, 6) of them."""
+        if self._sigma_pending:
+            self._sigma_pending = False
+            _, out, mats, vecs = self._kernel_args
+            if not _gram_singular_values(mats[0], out[1], mats[2], vecs):
+                out[1] = np.sqrt(np.linalg.eigvalsh(mats[0]))[::-1]   # (QR did not converge)
+        return self._out[1]
 
 
 @njit(**_JIT)
-def _wrench(J, r, eps, F, sigma, G, L, W, w, t):
-    """F = (J^T)^+ r thresholded as tip_wrench; sigma[:min(n, 6)] = J's singular values,
-    descending; returns True when some is below eps. G = J J^T, its eigenvalues w = sigma^2
-    (ascending) and Cholesky factor L: the fast path when w_min > eps^2 (1 + 1e-6) (clearly
-    undamped; then phi(s) = 1/s for every s and F = G^-1 J r); LAPACK's SVD otherwise.
-    W (6, 6), t (3, 6): scratch."""
+def _wrench(J, r, eps, out, mats, vecs):
+    """F = out[0] = (J^T)^+ r thresholded as tip_wrench. G = J J^T (into mats[0]): the
+    fast path when G - eps^2 (1 + 1e-6) I has a Cholesky factor (its eigenvalues, J's
+    squared singular values, are all clearly above eps^2: phi(s) = 1/s for every s) and so
+    has G (L): F = G^-1 J r; returns 0 (the singular values not computed:
+    :func:`_gram_singular_values`). Otherwise LAPACK's SVD (:func:`_wrench_svd`, sigma =
+    out[1], [:min(n, 6)]); returns 2 when some singular value is below eps, else 1.
+    mats (3, 6, 6) = G, L, W and vecs (4, 6): scratch."""
+    F = out[0]
+    G, L, W = mats[0], mats[1], mats[2]
     k, n = J.shape
     if n >= k:
+        shift = eps * eps * (1.0 + 1e-6)
         for a in range(k):
             for b in range(a + 1):
                 acc = 0.0
@@ -275,17 +306,31 @@ def _wrench(J, r, eps, F, sigma, G, L, W, w, t):
                     acc += J[a, m] * J[b, m]
                 G[a, b] = acc
                 G[b, a] = acc
-        if (symmetric_eigenvalues(G, W, w, t[0], t[1], t[2])
-                and w[0] > eps * eps * (1.0 + 1e-6) and cholesky(G, L)):
+                W[a, b] = acc
+                W[b, a] = acc
+            W[a, a] = G[a, a] - shift
+        if cholesky(W, L) and cholesky(G, L):
             for a in range(k):
                 acc = 0.0
                 for m in range(n):
                     acc += J[a, m] * r[m]
                 F[a] = acc
-                sigma[a] = np.sqrt(w[k - 1 - a])
             cho_solve(L, F)
-            return False
-    return _wrench_svd(J, r, eps, F, sigma)
+            return 0
+    return 2 if _wrench_svd(J, r, eps, F, out[1]) else 1
+
+
+@njit(**_JIT)
+def _gram_singular_values(G, sigma, W, vecs):
+    """sigma (k,) = the square roots of the eigenvalues of G = J J^T (k, k), descending;
+    W (k, k), vecs (4, k): scratch. False if the QR iteration did not converge."""
+    k = G.shape[0]
+    w, t = vecs[0], vecs[1:]
+    if not symmetric_eigenvalues(G, W, w, t[0], t[1], t[2]):
+        return False
+    for a in range(k):
+        sigma[a] = np.sqrt(w[k - 1 - a])
+    return True
 
 
 @njit(**_JIT)
@@ -307,6 +352,42 @@ def _wrench_svd(J, r, eps, F, sigma):
         for i in range(F.shape[0]):
             F[i] += Vt[j, i] * w
     return damped
+
+
+# ============================================================================ per state
+def observe_contact(observer, detector, solver, t, p, ct, g, tau, qd, J):
+    """One sample through a MomentumObserver, a ContactDetector and a WrenchSolver of the
+    same arm in ONE numba call: the observer step on the given terms
+    (:meth:`MomentumObserver.update_terms`), then detection and isolation on its residual
+    r - bias (:meth:`ContactDetector.update_into`), then the tip wrench of that residual
+    (:meth:`WrenchSolver.solve`), each with the same arithmetic as those methods (the same
+    bits). t (s); p = M qd, ct = C^T qd, g, tau, qd (n,) float64; J (6, n) the tip frame's
+    Jacobian. -> (observer event, dt, contact event code, isolated joint, damped);
+    the results in ``observer.residual_buffer``, the detector's state and
+    ``solver.F`` / ``solver.sigma``. InputError (nothing changed) as update_terms."""
+    t, integrate, dt, event = observer.begin_terms(t, tau)
+    flags = detector._flags
+    flags[0] = detector.in_contact
+    _observe_contact(integrate, observer._held, observer._total, observer.friction,
+                     observer._friction_coef, p, ct, g, tau, qd, dt if integrate else 1.0,
+                     observer._terms_state, observer.bias, J, detector._kernel_args,
+                     solver._kernel_args)
+    observer.end_terms(t)
+    code, joint = detector._detected(t)
+    return event, dt, code, joint, solver._solved(flags[3])
+
+
+@njit(**_JIT)
+def _observe_contact(integrate, held, total, friction, coef, p, ct, g, tau, qd, h, state,
+                     bias, J, detector_args, solver_args):
+    """_step_in_place, then _detect and _wrench on its residual (state[5]); _wrench's
+    code into the detector's flags[3]."""
+    _step_in_place(integrate, held, total, friction, coef, p, ct, g, tau, qd, h, state, bias)
+    residual = state[5]
+    thresholds, below, flags, norm = detector_args
+    _detect(residual, thresholds, below, flags, norm)
+    eps, out, mats, vecs = solver_args
+    flags[3] = _wrench(J, residual, eps, out, mats, vecs)
 
 
 # ============================================================================ contact point

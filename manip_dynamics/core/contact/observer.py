@@ -156,11 +156,15 @@ class MomentumObserver:
         self.max_dt = float(_positive_vector(max_dt, 1, "max_dt")[0])
         self.bias = np.zeros(self.n)
         self.gaps = 0                  # number of gaps met since construction
-        # update_terms' buffers: r, p, beta, tau of the last sample, (1 - a), r - bias
-        self._buffers = tuple(np.zeros(self.n) for _ in range(6))
+        # update_terms' buffers, the rows of one (6, n) array (one kernel argument): r, p,
+        # beta, tau of the last sample, expm1(-K_O h) = -(1 - a) of the step, r - bias
+        self._terms_state = np.zeros((6, self.n))
+        self._buffers = tuple(self._terms_state)
         self._neg_gains = -self.gains
-        self._viscous = np.asarray(model.viscous if self.friction else np.zeros(self.n), float)
-        self._coulomb = np.asarray(model.coulomb if self.friction else np.zeros(self.n), float)
+        # [viscous; coulomb] (2, n) of the model when friction is subtracted, else zeros
+        self._friction_coef = np.array([model.viscous, model.coulomb] if self.friction
+                                       else np.zeros((2, self.n)), dtype=float)
+        self._held, self._total = self.timing == "held", self.effort == "total"
         self.reset()
 
     # ------------------------------------------------------------------ state
@@ -254,34 +258,46 @@ class MomentumObserver:
         The same arithmetic, in the same order, as :meth:`update` on the same p, beta.
         InputError (state unchanged) for t not after the last sample or a tau that is not
         a finite (n,) vector."""
+        t, integrate, dt, event = self.begin_terms(t, tau)
+        _step_in_place(integrate, self._held, self._total, self.friction, self._friction_coef,
+                       p, ct, g, tau, qd, dt if integrate else 1.0, self._terms_state,
+                       self.bias)
+        self.end_terms(t)
+        return event, dt
+
+    def begin_terms(self, t, tau):
+        """The part of :meth:`update_terms` before its kernel (for callers that run the
+        step inside a larger kernel: core.contact.observe_contact): checks t and tau
+        (InputError, state unchanged), applies the gap rule (counts the gap; r = 0 for
+        "reset") and writes expm1(-K_O h) of a step into its buffer. -> (t as float,
+        integrate, dt, event); then run :func:`_step_in_place` (h = dt if integrate else
+        1.0) and :meth:`end_terms`."""
         t = self._checked_time(t)
         if not (type(tau) is np.ndarray and tau.dtype == np.float64
                 and tau.shape == self.gains.shape and finite_vector(tau)):
             self._checked_tau(tau, self.gains.shape)
             raise InputError(f"tau must be a float64 array of shape {self.gains.shape}")
-        r, p_prev, beta_prev, tau_prev, one_minus_a, residual = self._buffers
-        self._adopt_buffers()
-        integrate, dt = False, math.nan
+        buffers = self._buffers
+        if not (self._r is buffers[0] and self._p is buffers[1]):
+            self._adopt_buffers()
         if self._t is None:
-            event = "start"
-        else:
-            dt = t - self._t
-            if dt > self.max_dt:
-                event = "gap_bridged" if self.gap == "bridge" else "gap_reset"
-                self.gaps += 1
-                if self.gap == "reset":
-                    r.fill(0.0)
-            else:
-                event, integrate = "step", True
-                np.multiply(self._neg_gains, dt, out=one_minus_a)     # -np.expm1(-gains h)
-                np.expm1(one_minus_a, out=one_minus_a)
-                np.negative(one_minus_a, out=one_minus_a)
-        _step_in_place(integrate, self.timing == "held", self.effort == "total",
-                       self.friction, self._viscous, self._coulomb, p, ct, g, tau, qd,
-                       dt if integrate else 1.0, one_minus_a, r, p_prev, beta_prev, tau_prev,
-                       self.bias, residual)
-        self._t, self._p, self._beta, self._tau = t, p_prev, beta_prev, tau_prev
-        return event, dt
+            return t, False, math.nan, "start"
+        dt = t - self._t
+        if dt > self.max_dt:
+            self.gaps += 1
+            if self.gap == "reset":
+                buffers[0].fill(0.0)
+                return t, False, dt, "gap_reset"
+            return t, False, dt, "gap_bridged"
+        expm1 = buffers[4]                 # numpy's expm1 (1 - a = -expm1(-K_O h)), in place
+        np.expm1(np.multiply(self._neg_gains, dt, out=expm1), out=expm1)
+        return t, True, dt, "step"
+
+    def end_terms(self, t):
+        """After :meth:`begin_terms` and the step: the sample at t is the last one, its p,
+        beta and tau in the buffers."""
+        buffers = self._buffers
+        self._t, self._p, self._beta, self._tau = t, buffers[1], buffers[2], buffers[3]
 
     @property
     def residual_buffer(self):
@@ -383,14 +399,17 @@ def finite_vector(a):
 
 
 @njit(cache=True, nogil=True, fastmath=False, error_model="numpy")
-def _step_in_place(integrate, held, total, friction, viscous, coulomb, p, ct, g, tau, qd, h,
-                   one_minus_a, r, p_prev, beta_prev, tau_prev, bias, residual):
-    """One sample of MomentumObserver.update_terms, per joint i (all (n,) arrays):
+def _step_in_place(integrate, held, total, friction, coef, p, ct, g, tau, qd, h, state, bias):
+    """One sample of MomentumObserver.update_terms, per joint i. state (6, n): rows r,
+    p_prev, beta_prev, tau_prev, e = expm1(-K_O h) (so 1 - a = -e) and residual; coef
+    (2, n): viscous, coulomb; the rest (n,):
     beta = tau + ct [- g if total] [- (viscous qd + coulomb sign(qd)) if friction];
     if integrate: r = r + (1 - a) (u - r), u = (p - p_prev) / h - (beta0 + beta) / 2,
     beta0 = beta_prev [+ (tau - tau_prev) if held]; then p_prev, beta_prev, tau_prev = p,
     beta, tau and residual = r - bias. The operations and their order are those of
-    momentum_and_beta, step_terms and exact_step (the same bits)."""
+    momentum_and_beta, step_terms and exact_step (the same bits: -e is exact)."""
+    r, p_prev, beta_prev, tau_prev, e, residual = (state[0], state[1], state[2], state[3],
+                                                   state[4], state[5])
     for i in range(p.shape[0]):
         beta = tau[i] + ct[i]
         if total:
@@ -398,11 +417,11 @@ def _step_in_place(integrate, held, total, friction, viscous, coulomb, p, ct, g,
         if friction:
             x = qd[i]
             sign = 1.0 if x > 0.0 else (-1.0 if x < 0.0 else 0.0)
-            beta = beta - (viscous[i] * x + coulomb[i] * sign)
+            beta = beta - (coef[0, i] * x + coef[1, i] * sign)
         if integrate:
             beta0 = beta_prev[i] + (tau[i] - tau_prev[i]) if held else beta_prev[i]
             u = (p[i] - p_prev[i]) / h - 0.5 * (beta0 + beta)
-            r[i] = r[i] + one_minus_a[i] * (u - r[i])
+            r[i] = r[i] + (-e[i]) * (u - r[i])
         p_prev[i] = p[i]
         beta_prev[i] = beta
         tau_prev[i] = tau[i]

@@ -27,7 +27,8 @@ import numpy as np
 import pytest
 
 from manip_dynamics import InputError, RobotModel
-from manip_dynamics.core.contact.detector import ContactDetector, WrenchSolver, tip_wrench
+from manip_dynamics.core.contact.detector import (ContactDetector, WrenchSolver, observe_contact,
+                                                  tip_wrench)
 from manip_dynamics.core.contact.observer import MomentumObserver
 from manip_dynamics.rules.contact_monitor import ContactMonitor, ObserverOptions
 
@@ -254,3 +255,58 @@ def test_monitor_update_terms_equals_update(panda):
         np.testing.assert_allclose(b.F, a.wrench.F, rtol=0, atol=1e-7)
         contacts += b.in_contact
     assert ref.restarts == new.restarts == 1 and contacts > 50
+
+
+@pytest.mark.parametrize("kind", ["recorded", "random"])
+@pytest.mark.parametrize("kw", OPTIONS)
+def test_observe_contact_equals_observer_detector_and_tip_wrench(panda, kind, kw):
+    """observe_contact (the observer step, detection, isolation and tip wrench in one
+    numba call: the node's path) against today's MomentumObserver.update,
+    ContactDetector.update and tip_wrench, sample by sample, on update's own p, C^T qd, g
+    and the bundle's J: every residual bit-identical; the same events, dt, contact state,
+    isolated joint and detection time; ||r|| to 1e-15 relative; F and the damped flag as
+    test_wrench_solver_equals_tip_wrench bounds them. A NaN effort is refused by both and
+    changes nothing (residual, contact state, F); zeroing and a reset in between."""
+    t, q, qd, tau = stream(panda, kind, seed=11 + len(kind) + len(kw))
+    P, CT, G = reference_terms(panda, q, qd)
+    gains = [40.0, 45, 50, 55, 60, 65, 70]
+    enter = np.linspace(1.5, 4.0, 7)
+    ref, new = (MomentumObserver(panda, gains=gains, max_dt=0.05, **kw) for _ in range(2))
+    ref_det, new_det = ContactDetector(panda, enter), ContactDetector(panda, enter)
+    solver, eps = WrenchSolver(0.01), 0.01
+    seen = set()
+    for k in range(len(t)):
+        if k == 100:
+            ref.zero(), new.zero()
+        if k == 250:
+            ref.reset(clear_bias=True), new.reset(clear_bias=True)
+        J = panda.compute_all(q[k], qd[k], panda.default_tip).J
+        try:
+            step = ref.update(t[k], q[k], qd[k], tau[k])
+        except InputError:
+            before = (new.residual_buffer.copy(), new_det.in_contact, solver.F.copy())
+            with pytest.raises(InputError):
+                observe_contact(new, new_det, solver, t[k], P[k], CT[k], G[k], tau[k], qd[k], J)
+            assert new.time == ref.time and new_det.in_contact == before[1]
+            np.testing.assert_array_equal(new.residual_buffer, before[0])
+            np.testing.assert_array_equal(solver.F, before[2])
+            continue
+        contact = ref_det.update(t[k], step.residual)
+        wrench = tip_wrench(panda, q[k], step.residual, panda.default_tip, threshold=eps)
+        event, dt, code, joint, damped = observe_contact(new, new_det, solver, t[k], P[k],
+                                                         CT[k], G[k], tau[k], qd[k], J)
+        np.testing.assert_array_equal(new.residual_buffer, step.residual)
+        assert event == step.event and (dt == step.dt or math.isnan(dt) and math.isnan(step.dt))
+        assert (new_det.in_contact, joint, ("", "enter", "leave")[code]) == (
+            contact.in_contact, contact.joint, contact.event)
+        assert new_det.detection_time == contact.detection_time or (
+            math.isnan(new_det.detection_time) and math.isnan(contact.detection_time))
+        assert abs(new_det.residual_norm - contact.residual_norm) <= 1e-15 * contact.residual_norm
+        gain = 1.0 / min(wrench.sigma.min(), eps)
+        cond = wrench.sigma.max() * gain
+        assert damped == bool(wrench.damped)
+        assert (np.abs(solver.F - wrench.F).max()
+                <= 1e-15 * cond ** 2 * np.linalg.norm(step.residual) * gain)
+        seen.add((event, contact.event))
+    assert ref.gaps == new.gaps == 3
+    assert {"start", "step"} <= {e for e, _ in seen} and {"enter", "leave"} <= {c for _, c in seen}

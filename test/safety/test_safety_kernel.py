@@ -1,0 +1,261 @@
+"""The monitored points' numba pass (manip_dynamics.safety.kernel) against two independent
+references, on random states of the Panda, UR5 and a branching tree with a mimic joint,
+points with offsets included:
+
+* the numpy path the package used before the kernel (``numpy_reference`` below): per
+  monitored link the core's public ``jacobian``, ``frame_pose`` and
+  ``inverse_effective_inertia`` (the bundle), then A_p = T A T^T and v = T J qd with
+  T = [I, -[r]x], and numpy's ``eigh`` for a point at rest;
+* Pinocchio: a frame at each point, its LOCAL_WORLD_ALIGNED Jacobian, ``crba``,
+  J_p M^-1 J_p^T.
+
+Also: the at-rest direction (smallest_eigenvector) against numpy's eigh on simple,
+double and zero eigenvalues, the speed limits against ``permissible_speed``, and bad input.
+The direct kernel calls are checked (argument types against the compiled entry point).
+"""
+import math
+import pathlib
+import sys
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "core"))
+import urdf_factory as uf  # noqa: E402
+
+from manip_dynamics import InputError, RobotModel  # noqa: E402
+from manip_dynamics.core.dynamics import launch as core_launch  # noqa: E402
+from manip_dynamics.core.errors import SingularConfigurationError  # noqa: E402
+from manip_dynamics.core.dynamics.model import point_transform  # noqa: E402
+from manip_dynamics.robots import path as robot_path  # noqa: E402
+from manip_dynamics.safety import (BodyModel, MonitoredPoint, SafetyMonitor,  # noqa: E402
+                                   default_points, permissible_speed)
+from manip_dynamics.safety import kernel as K  # noqa: E402
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _checked_direct_calls():
+    core_launch.check_direct_calls(True)
+    yield
+    core_launch.check_direct_calls(False)
+
+
+def erd(robot):
+    import pinocchio as pin
+    return (pathlib.Path(pin.__file__).parents[4] / "share" / "example-robot-data" / "robots"
+            / robot)
+
+
+def numpy_reference(model, points, q, qd):
+    """(position, velocity, A (P, 3, 3)) of every point, per link from the core's public
+    calls (the pre-kernel numpy path)."""
+    pos, vel, A = [], [], []
+    for p in points:
+        J = model.jacobian(q, p.link)
+        X = model.frame_pose(q, p.link)
+        A6 = model.inverse_effective_inertia(q, p.link)
+        r = X[:3, :3] @ np.asarray(p.offset, dtype=float)
+        T = point_transform(r)[0]
+        pos.append(X[:3, 3] + r)
+        vel.append(T @ (J @ qd))
+        A.append(T @ A6 @ T.T)
+    return np.array(pos), np.array(vel), np.array(A)
+
+
+def mass_along(A, u):
+    """1 / (u^T A u), +inf where u^T A u <= 1e-12 trace(A) (the package's rule)."""
+    uau = u @ A @ u
+    return 1.0 / uau if uau > 1e-12 * np.trace(A) else math.inf
+
+
+def check_against(A, pos, vel, motion, rest_tol=1e-9):
+    """The kernel's motion against reference positions, velocities and A's."""
+    np.testing.assert_allclose(motion.position, pos, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(motion.velocity, vel, rtol=1e-12, atol=1e-12)
+    speed = np.linalg.norm(vel, axis=1)
+    np.testing.assert_allclose(motion.speed, speed, rtol=1e-12, atol=1e-13)
+    for i, (Ai, v, s) in enumerate(zip(A, vel, speed)):
+        u = motion.direction[i]
+        if motion.speed[i] > 0:
+            np.testing.assert_allclose(u, v / s, atol=1e-12)
+            expect = mass_along(Ai, v / s)
+        else:          # at rest: an eigenvector of A's smallest eigenvalue (eigh's)
+            w, V = np.linalg.eigh(Ai)
+            assert np.linalg.norm(u) == pytest.approx(1.0, abs=1e-14)
+            assert np.linalg.norm(Ai @ u - w[0] * u) <= rest_tol * max(w[2], 1e-300)
+            expect = mass_along(Ai, V[:, 0])
+        got = motion.effective_mass[i]
+        if math.isinf(expect):
+            assert math.isinf(got), (i, got)
+        else:
+            assert got == pytest.approx(expect, rel=1e-9), i
+
+
+def offset_points(model, rng, count):
+    """Every default point plus ``count`` random points with offsets on moving links."""
+    moving = [f for f in model.frame_names if model.frame_body(f)[0] >= 0]
+    extra = [(moving[rng.integers(len(moving))], tuple(rng.uniform(-0.2, 0.2, 3)))
+             for _ in range(count)]
+    return default_points(model, extra=extra)
+
+
+MODELS = {
+    "panda": lambda: RobotModel.from_urdf_file(robot_path("panda")),
+    "ur5": lambda: RobotModel.from_urdf_file(erd("ur_description/urdf/ur5_robot.urdf")),
+    "tree_mimic": lambda: RobotModel.from_urdf_string(uf.random_tree(seed=4)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_kernel_equals_the_numpy_path(name):
+    model = MODELS[name]()
+    rng = np.random.default_rng(17)
+    points = offset_points(model, rng, 4)
+    kin = SafetyMonitor(model, points, BodyModel.load()["chest"]).kinematics
+    for trial in range(12):
+        q = rng.uniform(-2, 2, model.n)
+        qd = rng.uniform(-1.5, 1.5, model.n)
+        if trial % 4 == 3:
+            qd[:] = 0.0                        # every point at rest
+        elif trial % 4 == 2:
+            qd[1:] = 0.0                       # only the first joint moves
+        pos, vel, A = numpy_reference(model, points, q, qd)
+        check_against(A, pos, vel, kin.motion(q, qd))
+
+
+@pytest.mark.parametrize("name", ["ur5", "panda"])
+def test_kernel_against_pinocchio(name):
+    """Every default point and three with offsets of two arms: J_p M^-1 J_p^T, positions
+    and velocities from Pinocchio (a frame per point), moving and at rest."""
+    import pinocchio as pin
+    path = robot_path("panda") if name == "panda" else erd("ur_description/urdf/ur5_robot.urdf")
+    model = RobotModel.from_urdf_file(path)
+    pm = pin.buildModelFromUrdf(str(path))
+    rng = np.random.default_rng(5)
+    points = offset_points(model, rng, 3)
+    for k, p in enumerate(points):
+        parent = pm.frames[pm.getFrameId(p.link)]
+        pm.addFrame(pin.Frame(f"probe{k}", parent.parentJoint,
+                              parent.placement * pin.SE3(np.eye(3), np.array(p.offset)),
+                              pin.FrameType.OP_FRAME))
+    data = pm.createData()
+    names = list(pm.names)
+    v_order = [pm.joints[names.index(j)].idx_v for j in model.joint_names]
+    q_order = [pm.joints[names.index(j)].idx_q for j in model.joint_names]
+    kin = SafetyMonitor(model, points, BodyModel.load()["chest"]).kinematics
+    for trial in range(8):
+        q = rng.uniform(-2, 2, model.n)
+        qd = rng.uniform(-1, 1, model.n) if trial % 2 else np.zeros(model.n)
+        qp = np.zeros(pm.nq)
+        qp[q_order] = q
+        pin.computeJointJacobians(pm, data, qp)
+        pin.updateFramePlacements(pm, data)
+        M = pin.crba(pm, data, qp)
+        M = (np.triu(M) + np.triu(M, 1).T)[np.ix_(v_order, v_order)]
+        pos, vel, A = [], [], []
+        for k in range(len(points)):
+            fid = pm.getFrameId(f"probe{k}")
+            Jp = pin.getFrameJacobian(pm, data, fid, pin.ReferenceFrame.LOCAL_WORLD_ALIGNED)
+            Jp = Jp[:3, v_order]
+            pos.append(data.oMf[fid].translation)
+            vel.append(Jp @ qd)
+            A.append(Jp @ np.linalg.solve(M, Jp.T))
+        check_against(np.array(A), np.array(pos), np.array(vel), kin.motion(q, qd),
+                      rest_tol=1e-8)
+
+
+def test_assess_speed_limits_against_permissible_speed():
+    model = RobotModel.from_urdf_file(robot_path("panda"))
+    rng = np.random.default_rng(9)
+    region = BodyModel.load()["hands_fingers"]
+    for area in (None, 0.5e-4):
+        mon = SafetyMonitor(model, offset_points(model, rng, 2), region, contact_area=area)
+        for _ in range(10):
+            q, qd = rng.uniform(-2, 2, 7), rng.uniform(-2, 2, 7)
+            qd[rng.integers(7)] = 0.0
+            s = mon.assess(q, qd)
+            v_max = permissible_speed(region, s.motion.effective_mass, area)
+            np.testing.assert_allclose(s.v_max, v_max, rtol=1e-14)
+            ratio = np.where(s.motion.speed > 0, s.motion.speed / v_max, 0.0)
+            np.testing.assert_allclose(s.ratio, ratio, rtol=1e-14)
+            assert s.worst == int(np.argmax(ratio))
+            assert s.speed_scale == pytest.approx(min(1.0, 1.0 / ratio.max()), rel=1e-14)
+
+
+def test_region_without_transient_contact_gives_zero_scale():
+    """The face admits no transient contact (v_max = 0): every moving point's ratio is
+    inf, the scale 0; points at rest keep ratio 0."""
+    model = RobotModel.from_urdf_file(robot_path("panda"))
+    mon = SafetyMonitor(model, default_points(model), BodyModel.load()["face"])
+    s = mon.assess(np.full(7, 0.3), np.r_[0.5, np.zeros(6)])
+    assert (s.v_max == 0).all() and s.speed_scale == 0.0
+    assert np.isinf(s.ratio[s.motion.speed > 0]).all()
+    assert (s.ratio[s.motion.speed == 0] == 0).all()
+
+
+def random_rotation(rng):
+    Q, R = np.linalg.qr(rng.normal(size=(3, 3)))
+    return Q * np.sign(np.diag(R))
+
+
+@pytest.mark.parametrize("eigenvalues", [(0.2, 1.5, 4.0), (1e-9, 2.0, 3.0), (0.0, 0.0, 2.5),
+                                         (0.7, 0.7, 3.0), (0.0, 0.0, 0.0), (1.1, 1.1, 1.1),
+                                         (0.0, 1.0, 1.0)])
+def test_smallest_eigenvector(eigenvalues):
+    """A unit eigenvector of the smallest eigenvalue (checked by A u = w0 u), its largest
+    component positive; for a simple w0 the same line as numpy's eigh."""
+    rng = np.random.default_rng(int(sum(eigenvalues) * 1000))
+    for _ in range(20):
+        Q = random_rotation(rng)
+        A = Q @ np.diag(eigenvalues) @ Q.T
+        A = 0.5 * (A + A.T)
+        u = np.empty(3)
+        K.smallest_eigenvector(A, u)
+        w, V = np.linalg.eigh(A)
+        assert np.linalg.norm(u) == pytest.approx(1.0, abs=1e-14)
+        assert np.linalg.norm(A @ u - w[0] * u) <= 1e-12 * max(w[2], 1.0)
+        assert u[np.argmax(np.abs(u))] > 0
+        if w[1] - w[0] > 1e-3 * w[2]:
+            assert abs(u @ V[:, 0]) == pytest.approx(1.0, abs=1e-12)
+
+
+def massless_joint_xml():
+    """A revolute joint whose child link has no mass: M is singular."""
+    return uf.robot_xml("massless", [
+        uf.link_xml("base"), uf.link_xml("a", uf.inertial_xml(1.0, (0.3, 0, 0))),
+        uf.link_xml("b"),
+        uf.joint_xml("j1", "revolute", "base", "a"),
+        uf.joint_xml("j2", "revolute", "a", "b", xyz=(0.3, 0, 0))])
+
+
+def test_bad_input():
+    model = RobotModel.from_urdf_file(robot_path("panda"))
+    mon = SafetyMonitor(model, default_points(model), BodyModel.load()["chest"])
+    q = np.zeros(7)
+    bad = q.copy()
+    bad[3] = np.nan
+    with pytest.raises(InputError, match=r"q\[3\] \(joint 'panda_joint4'\) is nan"):
+        mon.assess(bad, q)
+    with pytest.raises(InputError, match=r"qd\[6\] \(joint 'panda_joint7'\) is inf"):
+        mon.assess(q, np.r_[q[:6], np.inf])
+    with pytest.raises(InputError, match=r"must have shape \(7,\)"):
+        mon.assess(q[:6], q[:6])
+    with pytest.raises(InputError, match=r"table must be a C-contiguous float64 array"):
+        mon.assess_into(q, q, np.empty((len(mon.points), K.COLUMNS - 1)))
+    with pytest.raises(InputError, match=r"table must be"):
+        mon.assess_into(q, q, np.empty((K.COLUMNS, len(mon.points))).T)
+    with pytest.warns(Warning, match="move no mass"):
+        massless = RobotModel.from_urdf_string(massless_joint_xml())
+    mon = SafetyMonitor(massless, default_points(massless), BodyModel.load()["chest"])
+    with pytest.raises(SingularConfigurationError, match="not positive definite"):
+        mon.assess(np.zeros(2), np.ones(2))
+
+
+def test_point_on_the_root_never_moves():
+    """A user point on a link fixed to the root: at rest, m = inf, position from the URDF."""
+    model = RobotModel.from_urdf_file(robot_path("panda"))
+    mon = SafetyMonitor(model, [MonitoredPoint("panda_link0", (0.1, 0.0, 0.2), "base")],
+                        BodyModel.load()["chest"])
+    s = mon.assess(np.full(7, 0.4), np.ones(7))
+    assert s.motion.speed[0] == 0.0 and s.motion.effective_mass[0] == math.inf
+    np.testing.assert_allclose(s.motion.position[0], [0.1, 0.0, 0.2], atol=1e-15)
