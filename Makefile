@@ -107,7 +107,7 @@ SUITE_TOTAL := awk '{ for (i = 2; i <= NF; i++) { n = $$(i - 1) + 0; \
 ifeq ($(strip $(TESTS)),test/)
 test: setup
 	@$(LANE_DOMAINS); mkdir -p $(TEST_LOGS); rm -f $(TEST_LOGS)/*.log; t0=$$(date +%s); rc=0; \
-	$(MAKE) --no-print-directory -j3 --output-sync=target test-lanes \
+	$(MAKE) --no-print-directory -j3 --output-sync=target test-lanes LANE_SETUP= \
 		DOMAIN_ROS=$$DOMAIN_ROS DOMAIN_CORE=$$DOMAIN_CORE DOMAIN_VARIANT=$$DOMAIN_VARIANT || rc=$$?; \
 	echo "=== the whole suite, three lanes in $$(( $$(date +%s) - t0 )) s (logs: $(TEST_LOGS)/):"; \
 	for lane in ros core kernel-variant; do \
@@ -136,13 +136,16 @@ DOMAIN_ROS ?= $${ROS_DOMAIN_ID:-$$(( $$$$ % 100 + 1 ))}
 DOMAIN_CORE ?= $${ROS_DOMAIN_ID:-$$(( $$$$ % 100 + 1 ))}
 DOMAIN_VARIANT ?= $${ROS_DOMAIN_ID:-$$(( $$$$ % 100 + 1 ))}
 
-test-ros: setup
+# a lane alone sets up first; `make test` has done that before it starts the lanes
+LANE_SETUP ?= setup
+
+test-ros: $(LANE_SETUP)
 	$(call lane,ros,$(DOMAIN_ROS),,$(LANE_ROS))
 
-test-core: setup
+test-core: $(LANE_SETUP)
 	$(call lane,core,$(DOMAIN_CORE),,$(LANE_CORE))
 
-test-kernel-variant: setup
+test-kernel-variant: $(LANE_SETUP)
 	$(call lane,kernel-variant,$(DOMAIN_VARIANT),$(KERNEL_VARIANT),test/core $(KERNEL_VARIANT_SKIP))
 
 # make demo ROBOT=arm.urdf|arm.urdf.xacro [ROBOT_ARGS="name:=value ..."] [TIP=link]: your arm
