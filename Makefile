@@ -1,9 +1,9 @@
 # manip_dynamics: `make test` and `make demo` set everything up from nothing (see
 # docs/building.md). Set-up steps are stamped and skipped when already done.
 #
-#   make test                      set up, then run the whole suite (pytest test/) in three
-#                                  concurrent lanes: ROS/simulation, ROS-free, and test/core
-#                                  again with OPENBLAS_CORETYPE=Prescott NUMBA_CPU_NAME=generic
+#   make test                      set up, then run the whole suite (pytest test/) in two
+#                                  concurrent streams: ROS/simulation beside ROS-free followed
+#                                  by test/core again with OPENBLAS_CORETYPE=Prescott NUMBA_CPU_NAME=generic
 #   make test-ros | test-core | test-kernel-variant   one lane alone (after the set-up)
 #   make test TESTS=test/test_smoke_ros.py PYTEST_ARGS="-k round_trip -x"
 #   make demo                      set up, then python -m manip_dynamics.demo
@@ -50,7 +50,7 @@ BUILD_ENV := VIRTUAL_ENV="$(VENV_ABS)" PATH="$(VENV_ABS)/bin:$$PATH" \
 # (1..100). The test suite chooses its own in test/conftest.py.
 DOMAIN := ROS_DOMAIN_ID="$${ROS_DOMAIN_ID:-$$(( $$$$ % 100 + 1 ))}"
 
-.PHONY: test test-ros test-core test-kernel-variant test-lanes print-lanes demo demo-identification bench \
+.PHONY: test test-ros test-core test-kernel-variant test-ros-free test-lanes print-lanes demo demo-identification bench \
 	setup setup-steps setup-render clean constraints
 
 # The set-up steps run in parallel where their order allows: after the venv, the interface
@@ -78,12 +78,14 @@ KERNEL_VARIANT_SKIP := --ignore-glob='*/test_fuzz_urdf.py' --ignore-glob='*/test
 	--ignore-glob='*/test_description.py' --ignore-glob='*/test_identification_inputs.py' \
 	--ignore-glob='*/test_adversarial.py'
 
-# The whole suite runs as three pytest processes at once (lanes), split by the top-level
+# The whole suite runs as three pytest processes (lanes), split by the top-level
 # entries of test/, so that folders below them need no mention here:
 #   ros:            test/nodes, test/sim, test/processes and the files test/test_*.py
 #                   (node processes, DDS, simulations, colcon and pip builds);
 #   core:           every other folder of test/ (core, equations, rules, safety, ...);
 #   kernel-variant: test/core again under KERNEL_VARIANT.
+# Two run at any time (2 CPUs, and the ROS lane's timing tests): the ros lane beside the
+# core lane followed by the kernel-variant lane (test-ros-free).
 # Each has its own ROS_DOMAIN_ID (the ros lane keeps one given in the environment), its
 # own log (TEST_LOGS/<lane>.log), and its output printed whole when it ends; make fails
 # if any lane fails. Every test folder lands in exactly one of ros and core
@@ -107,9 +109,9 @@ SUITE_TOTAL := awk '{ for (i = 2; i <= NF; i++) { n = $$(i - 1) + 0; \
 ifeq ($(strip $(TESTS)),test/)
 test: setup
 	@$(LANE_DOMAINS); mkdir -p $(TEST_LOGS); rm -f $(TEST_LOGS)/*.log; t0=$$(date +%s); rc=0; \
-	$(MAKE) --no-print-directory -j3 --output-sync=target test-lanes LANE_SETUP= \
+	$(MAKE) --no-print-directory -j2 --output-sync=target test-lanes LANE_SETUP= \
 		DOMAIN_ROS=$$DOMAIN_ROS DOMAIN_CORE=$$DOMAIN_CORE DOMAIN_VARIANT=$$DOMAIN_VARIANT || rc=$$?; \
-	echo "=== the whole suite, three lanes in $$(( $$(date +%s) - t0 )) s (logs: $(TEST_LOGS)/):"; \
+	echo "=== the whole suite, three lanes (two at a time) in $$(( $$(date +%s) - t0 )) s (logs: $(TEST_LOGS)/):"; \
 	for lane in ros core kernel-variant; do \
 		printf '%-16s %s\n' "$$lane:" "$$(tail -n 1 $(TEST_LOGS)/$$lane.log)"; done; \
 	tail -q -n 1 $(TEST_LOGS)/{ros,core,kernel-variant}.log | $(SUITE_TOTAL); \
@@ -119,7 +121,12 @@ test: setup
 	$(PY) -m pytest $(TESTS) $(PYTEST_ARGS)
 endif
 
-test-lanes: test-ros test-core test-kernel-variant
+test-lanes: test-ros test-ros-free
+
+# the core lane, then the kernel-variant lane (the second runs even when the first failed)
+test-ros-free: $(LANE_SETUP)
+	@rc=0; $(MAKE) --no-print-directory test-core LANE_SETUP= || rc=$$?; \
+	$(MAKE) --no-print-directory test-kernel-variant LANE_SETUP= || rc=$$?; exit $$rc
 
 print-lanes:
 	@echo "ros: $(LANE_ROS)"; echo "core: $(LANE_CORE)"
