@@ -1,8 +1,10 @@
 # manip_dynamics: `make test` and `make demo` set everything up from nothing (see
 # docs/building.md). Set-up steps are stamped and skipped when already done.
 #
-#   make test                      set up, then run the whole suite (pytest test/), then
-#                                  test/core again with OPENBLAS_CORETYPE=Prescott NUMBA_CPU_NAME=generic
+#   make test                      set up, then run the whole suite (pytest test/) in two
+#                                  concurrent streams: ROS/simulation beside ROS-free followed
+#                                  by test/core again with OPENBLAS_CORETYPE=Prescott NUMBA_CPU_NAME=generic
+#   make test-ros | test-core | test-kernel-variant   one lane alone (after the set-up)
 #   make test TESTS=test/test_smoke_ros.py PYTEST_ARGS="-k round_trip -x"
 #   make demo                      set up, then python -m manip_dynamics.demo
 #   make demo ROBOT=arm.urdf.xacro ROBOT_ARGS="prefix:=a_" TIP=tool0   the demo on your arm
@@ -24,7 +26,10 @@ VENV_ABS := $(abspath $(VENV))
 PY := $(VENV_ABS)/bin/python
 STAMPS := $(VENV_ABS)/.manip_dynamics_stamps
 IFACE_BUILD := $(VENV_ABS)/.manip_dynamics_build/interfaces
-LOCK := flock $(VENV_ABS).setup.lock
+# one lock per set-up step: two `make` runs in one worktree never run the same step at once
+LOCK = flock $(VENV_ABS).setup-$(notdir $@).lock
+# a set-up step's command, its wall time printed when it ends
+TIMED = TIMEFORMAT='  (set-up step $(notdir $@): %0R s)'; time
 
 TESTS ?= test/
 PYTEST_ARGS ?=
@@ -45,9 +50,18 @@ BUILD_ENV := VIRTUAL_ENV="$(VENV_ABS)" PATH="$(VENV_ABS)/bin:$$PATH" \
 # (1..100). The test suite chooses its own in test/conftest.py.
 DOMAIN := ROS_DOMAIN_ID="$${ROS_DOMAIN_ID:-$$(( $$$$ % 100 + 1 ))}"
 
-.PHONY: test demo demo-identification bench setup setup-render clean constraints
+.PHONY: test test-ros test-core test-kernel-variant test-ros-free test-lanes print-lanes demo demo-identification bench \
+	setup setup-steps setup-render clean constraints
 
-setup: $(STAMPS)/editable $(STAMPS)/interfaces $(STAMPS)/kernels
+# The set-up steps run in parallel where their order allows: after the venv, the interface
+# build alongside the editable install and the two kernel compilations (docs/building.md).
+SETUP_STAMPS := $(STAMPS)/editable $(STAMPS)/interfaces $(STAMPS)/kernels \
+	$(STAMPS)/kernels-variant
+setup:
+	@$(MAKE) --no-print-directory -j3 setup-steps
+
+setup-steps: $(SETUP_STAMPS)
+	@:
 
 # The whole suite (TESTS=test/, the default: what CI runs) is followed by a second run of
 # test/core under another BLAS kernel and numba target, so that a result that depends on
@@ -56,19 +70,92 @@ setup: $(STAMPS)/editable $(STAMPS)/interfaces $(STAMPS)/kernels
 # fuzzers of parsing and arguments, xacro reading (their numeric comparisons are the
 # same kernels the closed-form, Pinocchio and example-robot-data tests rerun), and the
 # MCAP recordings and missing optional libraries (no numbers computed at all).
-KERNEL_VARIANT := OPENBLAS_CORETYPE=Prescott NUMBA_CPU_NAME=generic
-KERNEL_VARIANT_SKIP := --ignore=test/core/dynamics/test_fuzz_urdf.py \
-	--ignore=test/core/dynamics/test_fuzz_requests.py --ignore=test/core/dynamics/test_description.py \
-	--ignore=test/core/identification/test_identification_inputs.py \
-	--ignore=test/core/dynamics/test_adversarial.py --ignore=test/core/identification/test_recording.py \
-	--ignore=test/core/test_extras.py
+# Its numba cache is a directory of its own (KERNEL_VARIANT_CACHE): compiled for another
+# CPU, and written by a process that runs at the same time as the host-target lanes.
+KERNEL_VARIANT_CACHE := $(VENV_ABS)/.manip_dynamics_build/numba-generic
+KERNEL_VARIANT := OPENBLAS_CORETYPE=Prescott NUMBA_CPU_NAME=generic \
+	NUMBA_CACHE_DIR="$(KERNEL_VARIANT_CACHE)"
+KERNEL_VARIANT_SKIP := --ignore-glob='*/test_fuzz_urdf.py' --ignore-glob='*/test_fuzz_requests.py' \
+	--ignore-glob='*/test_description.py' --ignore-glob='*/test_identification_inputs.py' \
+	--ignore-glob='*/test_adversarial.py' --ignore-glob='*/test_recording.py' \
+	--ignore-glob='*/test_extras.py'
 
+# The whole suite runs as three pytest processes (lanes), split by the top-level
+# entries of test/, so that folders below them need no mention here:
+#   ros:            test/nodes, test/sim, test/demos, test/processes and test/test_*.py
+#                   (node processes, DDS, simulations, colcon and pip builds);
+#   core:           every other folder of test/ (core, equations, rules, safety, ...);
+#   kernel-variant: test/core again under KERNEL_VARIANT.
+# Two run at any time (2 CPUs, and the ROS lane's timing tests): the ros lane beside the
+# core lane followed by the kernel-variant lane (test-ros-free).
+# Each has its own ROS_DOMAIN_ID (the ros lane keeps one given in the environment), its
+# own log (TEST_LOGS/<lane>.log), and its output printed whole when it ends; make fails
+# if any lane fails. Every test folder lands in exactly one of ros and core
+# (test/test_makefile_lanes.py checks that).
+ROS_LANE_DIRS := test/nodes test/sim test/demos test/processes
+TEST_DIRS := $(patsubst %/,%,$(filter-out test/data/ test/__pycache__/,$(sort $(wildcard test/*/))))
+LANE_ROS := $(filter $(ROS_LANE_DIRS),$(TEST_DIRS)) $(sort $(wildcard test/test_*.py test/*_test.py))
+LANE_CORE := $(filter-out $(ROS_LANE_DIRS),$(TEST_DIRS))
+TEST_LOGS := build/test-logs
+# domain ids of the lanes: ROS_DOMAIN_ID (else one from the shell's pid) and two others
+LANE_DOMAINS := d=$${ROS_DOMAIN_ID:-$$(( $$$$ % 100 + 1 ))}; \
+	DOMAIN_ROS=$$d DOMAIN_CORE=$$(( (d + 33) % 100 + 1 )) DOMAIN_VARIANT=$$(( (d + 66) % 100 + 1 ))
+
+# the lanes' closing pytest lines added up: "suite: N passed, N failed, N skipped" (errors
+# count as failed)
+SUITE_TOTAL := awk '{ for (i = 2; i <= NF; i++) { n = $$(i - 1) + 0; \
+	if ($$i ~ /^passed/) p += n; else if ($$i ~ /^(failed|error)/) f += n; \
+	else if ($$i ~ /^skipped/) s += n } } \
+	END { printf "suite: %d passed, %d failed, %d skipped\n", p, f, s }'
+
+ifeq ($(strip $(TESTS)),test/)
+test: setup
+	@$(LANE_DOMAINS); mkdir -p $(TEST_LOGS); rm -f $(TEST_LOGS)/*.log; t0=$$(date +%s); rc=0; \
+	$(MAKE) --no-print-directory -j2 --output-sync=target test-lanes LANE_SETUP= \
+		DOMAIN_ROS=$$DOMAIN_ROS DOMAIN_CORE=$$DOMAIN_CORE DOMAIN_VARIANT=$$DOMAIN_VARIANT || rc=$$?; \
+	echo "=== the whole suite, three lanes (two at a time) in $$(( $$(date +%s) - t0 )) s (logs: $(TEST_LOGS)/):"; \
+	for lane in ros core kernel-variant; do \
+		printf '%-16s %s\n' "$$lane:" "$$(tail -n 1 $(TEST_LOGS)/$$lane.log)"; done; \
+	tail -q -n 1 $(TEST_LOGS)/{ros,core,kernel-variant}.log | $(SUITE_TOTAL); \
+	exit $$rc
+else
 test: setup
 	$(PY) -m pytest $(TESTS) $(PYTEST_ARGS)
-	@if [ "$(TESTS)" = "test/" ]; then \
-		echo "=== test/core again under $(KERNEL_VARIANT)"; \
-		$(KERNEL_VARIANT) $(PY) -m pytest test/core $(KERNEL_VARIANT_SKIP) $(PYTEST_ARGS); \
-	fi
+endif
+
+test-lanes: test-ros test-ros-free
+
+# the core lane, then the kernel-variant lane (the second runs even when the first failed)
+test-ros-free: $(LANE_SETUP)
+	@rc=0; $(MAKE) --no-print-directory test-core LANE_SETUP= || rc=$$?; \
+	$(MAKE) --no-print-directory test-kernel-variant LANE_SETUP= || rc=$$?; exit $$rc
+
+print-lanes:
+	@echo "ros: $(LANE_ROS)"; echo "core: $(LANE_CORE)"
+
+# one lane: $(call lane,name,ROS_DOMAIN_ID,environment,pytest arguments)
+define lane
+@mkdir -p $(TEST_LOGS); t0=$$(date +%s); echo "=== lane $(1) (ROS_DOMAIN_ID=$(2)): $(4)"; \
+	rc=0; ROS_DOMAIN_ID=$(2) $(3) $(PY) -m pytest $(4) $(PYTEST_ARGS) 2>&1 \
+		| tee $(TEST_LOGS)/$(1).log || rc=$$?; \
+	echo "=== lane $(1): exit code $$rc after $$(( $$(date +%s) - t0 )) s"; exit $$rc
+endef
+
+DOMAIN_ROS ?= $${ROS_DOMAIN_ID:-$$(( $$$$ % 100 + 1 ))}
+DOMAIN_CORE ?= $${ROS_DOMAIN_ID:-$$(( $$$$ % 100 + 1 ))}
+DOMAIN_VARIANT ?= $${ROS_DOMAIN_ID:-$$(( $$$$ % 100 + 1 ))}
+
+# a lane alone sets up first; `make test` has done that before it starts the lanes
+LANE_SETUP ?= setup
+
+test-ros: $(LANE_SETUP)
+	$(call lane,ros,$(DOMAIN_ROS),,$(LANE_ROS))
+
+test-core: $(LANE_SETUP)
+	$(call lane,core,$(DOMAIN_CORE),,$(LANE_CORE))
+
+test-kernel-variant: $(LANE_SETUP)
+	$(call lane,kernel-variant,$(DOMAIN_VARIANT),$(KERNEL_VARIANT),test/core $(KERNEL_VARIANT_SKIP))
 
 # make demo ROBOT=arm.urdf|arm.urdf.xacro [ROBOT_ARGS="name:=value ..."] [TIP=link]: your arm
 ROBOT ?=
@@ -99,7 +186,7 @@ $(STAMPS)/venv: requirements.txt constraints.txt
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info[:2] == (3, 11) else "the ROS 2 Kilted wheels need CPython 3.11; set PYTHON=python3.11")'
 	@mkdir -p $(dir $(VENV_ABS))
 	@echo "python venv $(VENV_ABS): installing the pinned requirements"
-	@$(LOCK) bash -euc '\
+	@$(TIMED) $(LOCK) bash -euc '\
 		if [ ! -x "$(PY)" ]; then $(PYTHON) -m venv "$(VENV_ABS)"; fi; \
 		"$(PY)" -m pip install -q --progress-bar off --disable-pip-version-check \
 			-r requirements.txt -c constraints.txt'
@@ -109,7 +196,7 @@ $(STAMPS)/venv: requirements.txt constraints.txt
 $(STAMPS)/interfaces: $(STAMPS)/venv $(IFACE_SOURCES)
 	@echo "building manip_dynamics_interfaces (cmake) into $(VENV_ABS)"
 	@mkdir -p "$(IFACE_BUILD)"
-	@$(LOCK) bash -euc '\
+	@$(TIMED) $(LOCK) bash -euc '\
 		export $(BUILD_ENV); \
 		cmake -S manip_dynamics_interfaces -B "$(IFACE_BUILD)" \
 			-DCMAKE_PREFIX_PATH="$(VENV_ABS)" -DCMAKE_INSTALL_PREFIX="$(VENV_ABS)" \
@@ -123,18 +210,30 @@ $(STAMPS)/interfaces: $(STAMPS)/venv $(IFACE_SOURCES)
 # 3. This package, editable (the venv imports the working tree).
 $(STAMPS)/editable: $(STAMPS)/venv setup.py setup.cfg pyproject.toml package.xml
 	@echo "pip install -e . (editable, no deps)"
-	@$(LOCK) "$(PY)" -m pip install -q --progress-bar off --disable-pip-version-check \
+	@$(TIMED) $(LOCK) "$(PY)" -m pip install -q --progress-bar off --disable-pip-version-check \
 		--no-deps --no-build-isolation -e .
 	@touch $@
 
 # 4. The core's numba kernels, compiled once into numba's on-disk cache (the __pycache__
 #    next to each module: manip_dynamics/core/dynamics/kernels/__pycache__ and its
 #    neighbours), so no test, node or demo process pays the compile.
-$(STAMPS)/kernels: $(STAMPS)/editable $(wildcard manip_dynamics/core/*.py manip_dynamics/core/*/*.py \
-		manip_dynamics/core/*/*/*.py)
+#    kernels-variant: the same for the second test/core run (KERNEL_VARIANT: numba's
+#    generic CPU, in its own cache directory, emptied first: the source digest that
+#    keeps the host cache fresh looks only at the __pycache__ folders), at the same time.
+WARM_UP := -W ignore -c 'from manip_dynamics import RobotModel, robots; \
+	RobotModel.from_urdf_file(robots.path("panda")).warm_up()'
+KERNEL_SOURCES := $(wildcard manip_dynamics/core/*.py manip_dynamics/core/*/*.py \
+	manip_dynamics/core/*/*/*.py)
+
+$(STAMPS)/kernels: $(STAMPS)/editable $(KERNEL_SOURCES)
 	@echo "compiling the core's numba kernels (once; cached on disk)"
-	@$(LOCK) "$(PY)" -W ignore -c 'from manip_dynamics import RobotModel, robots; \
-		RobotModel.from_urdf_file(robots.path("panda")).warm_up()'
+	@$(TIMED) $(LOCK) "$(PY)" $(WARM_UP)
+	@touch $@
+
+$(STAMPS)/kernels-variant: $(STAMPS)/editable $(KERNEL_SOURCES)
+	@echo "compiling the core's numba kernels for the second test/core run ($(KERNEL_VARIANT))"
+	@rm -rf "$(KERNEL_VARIANT_CACHE)"
+	@$(TIMED) $(LOCK) env $(KERNEL_VARIANT) "$(PY)" $(WARM_UP)
 	@touch $@
 
 # Optional: the Debian libraries MuJoCo's offscreen renderer (the demo's pictures) needs:
@@ -150,7 +249,7 @@ setup-render: setup
 		print("MuJoCo offscreen rendering works (MUJOCO_GL=egl)")'
 
 clean:
-	rm -rf "$(STAMPS)" "$(VENV_ABS)/.manip_dynamics_build" *.egg-info .pytest_cache
+	rm -rf "$(STAMPS)" "$(VENV_ABS)/.manip_dynamics_build" *.egg-info .pytest_cache $(TEST_LOGS)
 	find . -path ./.venv -prune -o -path ./.git -prune -o \
 		\( -name __pycache__ -o -name '*.nbi' -o -name '*.nbc' \) -print0 | xargs -0 rm -rf
 

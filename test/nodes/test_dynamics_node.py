@@ -845,6 +845,7 @@ def test_bad_start_up_configuration_exits_with_a_reason(node_process, args, logg
     assert "cannot start" in log and logged in log, log
 
 
+@pytest.mark.timeout(300)      # start-up (90 s) and two answers (60 s each) at the worst
 def test_clock_jumping_back_restarts_the_stamp_order(node_process, module_ros_node):
     """With use_sim_time, a simulation restart (/clock going back) is not 'out of order'."""
     from rosgraph_msgs.msg import Clock
@@ -859,16 +860,22 @@ def test_clock_jumping_back_restarts_the_stamp_order(node_process, module_ros_no
             msg.clock.sec = sec
             return msg
 
-        def answered(sec, tries=40):
-            for _ in range(tries):                 # /clock and joint_states until answered
+        def answered(sec, timeout=60.0):
+            """/clock and joint_states at ``sec`` until answered: each answer waited for
+            2 s, and the whole for up to ``timeout`` s (the margins of Probe.roundtrip
+            and of a node start-up on a busy machine). A late answer is not lost: every
+            attempt has the same stamp, and the probe keeps outputs by stamp."""
+            deadline = time.monotonic() + timeout
+            while True:
                 clock.publish(at(sec))
-                stamp = at(sec).clock
-                sent = probe.send(*PLANAR_GOOD, stamp=stamp)
+                sent = probe.send(*PLANAR_GOOD, stamp=at(sec).clock)
                 try:
-                    return probe.wait("dynamics", sent, timeout=0.5)
+                    return probe.wait("dynamics", sent, timeout=2.0)
                 except TimeoutError:
                     ros_utils.assert_running(proc)
-            raise TimeoutError(f"no answer at sim time {sec}\n" + probe.log(40))
+                    if time.monotonic() > deadline:
+                        raise TimeoutError(f"no answer at sim time {sec} within {timeout} s\n"
+                                           + probe.log(40)) from None
 
         # The node's clock must be at 1000 before it goes back to 400: with no /clock yet
         # its time is 0, and a first /clock of 400 would be a jump forward, not back.
