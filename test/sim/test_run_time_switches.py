@@ -48,11 +48,17 @@ class Record:
                 self.dynamics.append(msg.header.stamp.sec * 10**9 + msg.header.stamp.nanosec)
 
     def over(self, action, count):
-        """Record from just before ``action()`` until ``count`` states arrived."""
+        """Record from just before ``action()`` until ``count`` more states arrived after it
+        returned (the states during the call, a parameter service round trip that takes
+        longer on a loaded machine, come on top: the reset or switch is judged on the
+        ``count`` states after it, however long the call took)."""
         with self.lock:
             self.states, self.dynamics, self.on = [], [], True
         action()
-        ros_utils.wait_for(lambda: len(self.states) >= count, timeout=count * 0.1 + 20)
+        with self.lock:
+            start = len(self.states)
+        ros_utils.wait_for(lambda: len(self.states) >= start + count,
+                           timeout=count * 0.1 + 20)
         with self.lock:
             self.on = False
             return list(self.states), list(self.dynamics)
