@@ -83,8 +83,9 @@ KERNEL_VARIANT_SKIP := --ignore-glob='*/test_fuzz_urdf.py' --ignore-glob='*/test
 # The whole suite runs as three pytest processes (lanes), split by the top-level
 # entries of test/, so that folders below them need no mention here:
 #   ros:            test/nodes, test/sim, test/demos, test/processes and test/test_*.py
-#                   (node processes, DDS, simulations, colcon and pip builds);
-#   core:           every other folder of test/ (core, equations, rules, safety, ...);
+#                   but ROS_FREE_FILES (node processes, DDS, simulations);
+#   core:           every other folder of test/ (core, equations, rules, safety, ...) and
+#                   ROS_FREE_FILES (the colcon and pip builds, static checks);
 #   kernel-variant: test/core again under KERNEL_VARIANT.
 # Two run at any time (2 CPUs, and the ROS lane's timing tests): the ros lane beside the
 # core lane followed by the kernel-variant lane (test-ros-free).
@@ -94,8 +95,15 @@ KERNEL_VARIANT_SKIP := --ignore-glob='*/test_fuzz_urdf.py' --ignore-glob='*/test
 # (test/test_makefile_lanes.py checks that).
 ROS_LANE_DIRS := test/nodes test/sim test/demos test/processes
 TEST_DIRS := $(patsubst %/,%,$(filter-out test/data/ test/__pycache__/,$(sort $(wildcard test/*/))))
-LANE_ROS := $(filter $(ROS_LANE_DIRS),$(TEST_DIRS)) $(sort $(wildcard test/test_*.py test/*_test.py))
-LANE_CORE := $(filter-out $(ROS_LANE_DIRS),$(TEST_DIRS))
+# top-level files that start no node (builds, static checks): in the core lane, so that the
+# ros lane, the longer one, is not the whole critical path
+ROS_FREE_FILES := test/test_colcon_build.py test/test_packaging.py test/test_function_length.py \
+	test/test_layering.py test/test_public_api.py test/test_makefile_lanes.py \
+	test/test_launch_files.py
+LANE_ROS := $(filter $(ROS_LANE_DIRS),$(TEST_DIRS)) \
+	$(filter-out $(ROS_FREE_FILES),$(sort $(wildcard test/test_*.py test/*_test.py)))
+LANE_CORE := $(filter-out $(ROS_LANE_DIRS),$(TEST_DIRS)) \
+	$(filter $(ROS_FREE_FILES),$(sort $(wildcard test/test_*.py test/*_test.py)))
 TEST_LOGS := build/test-logs
 # domain ids of the lanes: ROS_DOMAIN_ID (else one from the shell's pid) and two others
 LANE_DOMAINS := d=$${ROS_DOMAIN_ID:-$$(( $$$$ % 100 + 1 ))}; \

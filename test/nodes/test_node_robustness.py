@@ -954,6 +954,9 @@ def test_parameter_flips_while_streaming(node_process, ros_node):
         watch.wait("dynamics", stamp)
         ref = r2.with_payload("tool", 0.5)
         watch.check_outputs(lambda names: (ref, "link2"))
+        # ~/gravity_command is published after ~/dynamics and carries no stamp: wait for
+        # it (the list was cleared after the stream stopped: only this state's command)
+        ros_utils.wait_for(lambda: len(watch.commands) > 0, timeout=10.0)
         np.testing.assert_allclose(watch.commands[-1].data,
                                    ref.gravity_torques([0.4, -0.7])[::-1], **TOL)
         assert refused > 15 and accepted > 15
