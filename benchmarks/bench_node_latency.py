@@ -397,6 +397,7 @@ class Phase:
         self.output_subs = [node.create_subscription(MarkerArray,
                                                      "/dynamics_node/inertia_markers",
                                                      self._marker, 10, raw=raw)]
+        unread = set(getattr(args, "unread", "").split(",")) - {""}
         self.output_subs += [node.create_subscription(t, f"/dynamics_node/{name}",
                                                       lambda msg: None, 10, raw=raw)
                              for name, t in (("gravity_torques", JointState),
@@ -407,7 +408,8 @@ class Phase:
                                              ("contact", Contact),
                                              ("contact_markers", MarkerArray),
                                              ("collision_safety", CollisionSafety),
-                                             ("speed_scale", Float64))]
+                                             ("speed_scale", Float64))
+                             if name not in unread]
         self.done = Future()
         # deep reliable queue on the measuring side: the driver must not be the one dropping;
         # raw: only the stamp is read (stamp_ns), the reply is not built as a Python message
@@ -895,6 +897,10 @@ def main() -> int:
                          "(e.g. an experimental variant taking the same --ros-args)")
     ap.add_argument("--node-param", action="append", default=[], metavar="NAME:=VALUE",
                     help="extra parameter for the dynamics_node phases (repeatable)")
+    ap.add_argument("--unread", default="", metavar="NAMES",
+                    help="outputs the driver does not subscribe to (comma-separated, e.g. "
+                         "external_torques,external_wrench,contact): the node does not "
+                         "publish them, so a phase shows what their DDS writes cost")
     ap.add_argument("--tag", default="", help="a label stored with the --json results")
     ap.add_argument("--json", metavar="PATH", help="also append the results to PATH (JSON lines)")
     ap.add_argument("--serve", choices=["single", "events", "multi"], help=argparse.SUPPRESS)
