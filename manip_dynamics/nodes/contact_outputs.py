@@ -47,7 +47,7 @@ import numpy as np
 from manip_dynamics.core.contact.detector import ContactPoint, arm_topology, link_segment
 from manip_dynamics.core.errors import InputError, ManipDynamicsError
 from manip_dynamics.nodes import wire
-from manip_dynamics.nodes.state_outputs import Subscribed
+from manip_dynamics.nodes.state_outputs import RateGate, Subscribed
 from manip_dynamics.rules.contact_monitor import ContactMonitor
 from manip_dynamics.rules.effort_reader import EffortReader
 from manip_dynamics.rules.throttled_log import ThrottledLog
@@ -79,8 +79,11 @@ class ContactOutputs:
         self.contact_pub = node.create_publisher(Contact, "~/contact", 10)
         self.markers_pub = node.create_publisher(MarkerArray, "~/contact_markers", 10)
         # the per-state outputs are built only while someone subscribes (as StateOutputs')
+        # and when due by their outputs.<name>.* switch (Snapshot.contact_outputs' order)
         self._subscribed = tuple(Subscribed(pub) for pub in (
             self.torques_pub, self.wrench_pub, self.contact_pub))
+        self._switches = None             # the Snapshot.contact_outputs _gates are for
+        self._gates = ()
         node.create_service(Trigger, "~/reset_observer", self._on_reset)
         node.create_service(Trigger, "~/zero_observer", self._on_zero)
         node.state_listeners.append(self.on_state)
@@ -181,9 +184,9 @@ class ContactOutputs:
         point = live.point
         stamp = in_header.stamp
         now = time.monotonic()
-        subscribed = self._subscribed
-        torques_on, wrench_on, contact_on = (subscribed[0](now), subscribed[1](now),
-                                             subscribed[2](now))
+        torques_on, wrench_on, contact_on = (
+            gate.enabled and subscribed(now) and gate.due(now)
+            for gate, subscribed in zip(self._gates_for(snapshot), self._subscribed))
         # the layouts first: one checked now for the first time may turn raw off
         torques = wires.torques(in_header.frame_id) if wires.raw and torques_on else None
         contact = wires.contact(live.joint) if wires.raw and contact_on else None
@@ -217,6 +220,17 @@ class ContactOutputs:
             except ManipDynamicsError as exc:
                 self._log("warning", "contact-markers", f"~/contact_markers not published: "
                                                         f"{exc}")
+
+    def _gates_for(self, snapshot) -> tuple:
+        """The RateGates of ~/external_torques, ~/external_wrench, ~/contact for this
+        snapshot's ``contact_outputs`` (``outputs.<name>.enabled`` / ``.rate``): new when
+        those changed (the next state is due on each), else kept (their slots run on)."""
+        switches = snapshot.contact_outputs
+        if switches is not self._switches:
+            if switches != self._switches:
+                self._gates = tuple(RateGate(s.enabled, s.rate) for s in switches)
+            self._switches = switches
+        return self._gates
 
 
 class ContactWires:

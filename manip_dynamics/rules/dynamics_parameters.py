@@ -26,7 +26,7 @@ from manip_dynamics.rules.contact_monitor import options_from_values
 from manip_dynamics.rules.parameter_table import ParameterValueError, ParamSpec, check_table
 from manip_dynamics.rules.safety_options import options_from_values as safety_options
 from manip_dynamics.rules.safety_options import point_conflicts
-from manip_dynamics.rules.snapshot import MarkerOptions, Snapshot
+from manip_dynamics.rules.snapshot import CONTACT_OUTPUTS, MarkerOptions, OutputSwitch, Snapshot
 
 __all__ = ["PARAMETERS", "SPECS", "ParameterValueError", "ParamSpec", "check_values",
            "check_inertia", "inertia_matrix", "model_conflicts", "make_snapshot"]
@@ -128,7 +128,8 @@ PARAMETERS: tuple[ParamSpec, ...] = (
         ("gravity_torques", "~/gravity_torques"),
         ("gravity_command", "~/gravity_command"),
         ("coriolis_torques", "~/coriolis_torques"),
-    ) for spec in (
+    ) + tuple((name, f"~/{name}") for name in CONTACT_OUTPUTS)   # the observer's outputs
+    for spec in (
         ParamSpec(f"outputs.{name}.enabled", "bool", True, f"Publish {what}."),
         ParamSpec(f"outputs.{name}.rate", "double", 0.0,
                   f"Maximum rate [Hz] of {what}; 0 = one message per computed state. "
@@ -319,4 +320,7 @@ def make_snapshot(base_model, values: Mapping[str, Any]) -> Snapshot:
             alpha=float(values["markers.alpha"]),
         ),
         observer=options_from_values(values),
+        contact_outputs=tuple(OutputSwitch(bool(values[f"outputs.{name}.enabled"]),
+                                           float(values[f"outputs.{name}.rate"]))
+                              for name in CONTACT_OUTPUTS),
     )

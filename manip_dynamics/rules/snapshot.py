@@ -22,6 +22,19 @@ class MarkerOptions:
     alpha: float = 0.6
 
 
+# the contact outputs' names in ``outputs.<name>.*`` (``Snapshot.contact_outputs``' order)
+CONTACT_OUTPUTS = ("external_torques", "external_wrench", "contact")
+
+
+@dataclass(frozen=True)
+class OutputSwitch:
+    """One per-state output's ``outputs.<name>.enabled`` and ``outputs.<name>.rate``
+    (maximum rate [Hz]; 0 = every state)."""
+
+    enabled: bool = True
+    rate: float = 0.0
+
+
 @dataclass(frozen=True)
 class Snapshot:
     """Everything a callback needs, consistent with itself.
@@ -33,6 +46,9 @@ class Snapshot:
     singular_condition: cond(J M^-1 J^T) above which the state is flagged near-singular.
     markers:            marker drawing options.
     observer:           the momentum observer's options (``observer.*`` parameters).
+    contact_outputs:    the switches of ~/external_torques, ~/external_wrench, ~/contact
+                        (``CONTACT_OUTPUTS`` order); not the observer's options: a change
+                        keeps the observer running.
     """
 
     model: RobotModel
@@ -42,3 +58,4 @@ class Snapshot:
     singular_condition: float = 1e6
     markers: MarkerOptions = field(default_factory=MarkerOptions)
     observer: ObserverOptions = field(default_factory=ObserverOptions)
+    contact_outputs: tuple[OutputSwitch, ...] = (OutputSwitch(),) * len(CONTACT_OUTPUTS)

@@ -39,6 +39,7 @@ Q = np.array([0.1, -0.5, 0.2, -2.0, 0.3, 1.7, 0.6])
 F = np.array([10.0, -5.0, 8.0, 0.5, 1.0, 2.0])        # at panda_link8's origin, root axes
 K_O = 50.0
 PERIOD = 0.01                                          # s between stamps
+STREAMED = 400                                         # states of the rate test
 
 
 def pinocchio_terms(q):
@@ -70,11 +71,12 @@ class Probe:
         self.got = {topic: {} for topic in self.TOPICS}
         for topic, msg_type in self.TOPICS.items():
             node.create_subscription(msg_type, f"dynamics_node/{topic}",
-                                     self._recorder(topic), 100)
+                                     self._recorder(topic), 1000)
         self.markers = {}                       # stamp ns -> MarkerArray (no header of its own)
         node.create_subscription(MarkerArray, "dynamics_node/contact_markers",
                                  self._on_markers, 100)
         self.pub = node.create_publisher(JointState, "joint_states", 50)
+        self.burst_pub = node.create_publisher(JointState, "joint_states", 1000)
         self.t_ns = node.get_clock().now().nanoseconds - 3600 * 10 ** 9   # an hour ago
 
     def _on_markers(self, msg):
@@ -108,6 +110,26 @@ class Probe:
             except TimeoutError:
                 ros_utils.assert_running(self.proc)
         return self.t_ns
+
+    def stream(self, effort, n, spacing):
+        """Publish n states at Q at rest, stamps PERIOD apart, ``spacing`` s apart in
+        time, without waiting for answers (the node may drop some: see ``answered``);
+        -> their stamps (ns)."""
+        stamps = []
+        msg = JointState(name=list(JOINTS), position=Q.tolist(), velocity=[0.0] * 7,
+                         effort=[float(x) for x in effort])
+        for _ in range(n):
+            self.t_ns += int(round(PERIOD * 1e9))
+            msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(self.t_ns, 10 ** 9)
+            self.burst_pub.publish(msg)
+            stamps.append(self.t_ns)
+            time.sleep(spacing)
+        return stamps
+
+    def answered(self, stamps):
+        """The stamps the node computed (~/gravity_torques came for them)."""
+        with self.lock:
+            return [s for s in stamps if s in self.got["gravity_torques"]]
 
     def wait(self, topic, stamp, timeout=20.0):
         def arrived():
@@ -295,6 +317,113 @@ def test_parameters_effort_meaning_and_enabled(probe):
     time.sleep(0.3)
     assert not probe.has("external_torques", s)
     assert probe.set(("observer.enabled", True))[0].successful
+
+
+# --------------------------------------------------------------------------- outputs.*
+# The contact outputs' switches (outputs.<name>.enabled / .rate): they gate publishing
+# only; the observer runs on every state (~/contact, at every state, shows it).
+
+def test_output_rates_limit_their_outputs_while_contact_gets_every_state(probe):
+    """outputs.external_torques.rate 50 Hz and outputs.external_wrench.rate 10 Hz while
+    states stream at up to 500 Hz: each of the two gets at most 1 + rate x span
+    (RateGate's slots are 1 / rate apart on the node's monotonic clock; span: from the
+    first state sent to the last ~/contact received, so it holds every state the node
+    handled) and at least a quarter of rate x the sending time (loose: a loaded machine
+    may stall the node); ~/contact gets every state the node computed, each with its own
+    residual norm (the observer ran on it)."""
+    rates = {"external_torques": 50.0, "external_wrench": 10.0}
+    with observer_parameters(probe, *((f"outputs.{name}.rate", rate)
+                                      for name, rate in rates.items())):
+        t0 = restart(probe)
+        start = time.monotonic()
+        stamps = probe.stream(G - TAU_EXT, STREAMED, 0.002)
+        sending = time.monotonic() - start
+        probe.wait("contact", stamps[-1])
+        span = time.monotonic() - start
+        time.sleep(0.2)                 # (the other topics' last messages)
+    computed = probe.answered(stamps)
+    # the states came fast enough for the limits to matter: a gate passing every state
+    # would exceed the bounds below by far
+    assert len(computed) > 2 * (1 + max(rates.values()) * span), (len(computed), span)
+    for name, rate in rates.items():
+        published = sum(probe.has(name, s) for s in stamps)
+        assert max(2.0, rate * sending / 4) <= published <= 1 + math.floor(rate * span), (
+            name, published, sending, span)
+    for s in computed:
+        c = probe.wait("contact", s, timeout=2.0)
+        assert c.residual_norm == pytest.approx(
+            np.linalg.norm(first_order((s - t0) * 1e-9)), rel=1e-9)
+
+
+def test_outputs_enabled_false_silences_that_output_only(probe):
+    """outputs.external_wrench.enabled false: no ~/external_wrench, ~/external_torques
+    and ~/contact for every state; then ~/external_torques and ~/contact off, the
+    wrench back: only the wrench."""
+    def run(on, off):
+        stamps = [probe.state(G - TAU_EXT) for _ in range(5)]
+        for topic in on:
+            probe.wait(topic, stamps[-1])
+        time.sleep(0.3)
+        assert all(probe.has(topic, s) for topic in on for s in stamps), on
+        assert not any(probe.has(topic, s) for topic in off for s in stamps), off
+
+    restart(probe)
+    with observer_parameters(probe, ("outputs.external_wrench.enabled", False)):
+        run(("external_torques", "contact"), ("external_wrench",))
+    with observer_parameters(probe, ("outputs.external_torques.enabled", False),
+                             ("outputs.contact.enabled", False)):
+        run(("external_wrench",), ("external_torques", "contact"))
+    run(("external_torques", "external_wrench", "contact"), ())
+
+
+def test_outputs_change_while_streaming_keeps_the_observer(probe):
+    """In contact, outputs.contact.rate set to 2 Hz: the first state after the change is
+    published on ~/contact (a new gate) with the detection time of before, at most
+    1 + 2 x span states are (the rest not due), ~/external_torques stays on the closed
+    form from the first sample (the observer did not start over) and no 'observer
+    started over' is logged; back to 0 Hz: every state again."""
+    t0 = restart(probe)
+    stamps = [probe.state(G - TAU_EXT) for _ in range(10)]
+    before = probe.wait("contact", stamps[-1])
+    assert before.in_contact
+    mark = len(ros_utils.read_log(probe.proc))
+    with observer_parameters(probe, ("outputs.contact.rate", 2.0)):
+        start = time.monotonic()
+        stamps = [probe.state(G - TAU_EXT) for _ in range(10)]
+        probe.wait("external_torques", stamps[-1])
+        span = time.monotonic() - start
+        time.sleep(0.3)
+    published = [s for s in stamps if probe.has("contact", s)]
+    assert published[:1] == stamps[:1] and len(published) <= 1 + math.floor(2.0 * span), (
+        len(published), span)
+    for s in published:
+        c = probe.wait("contact", s)
+        assert c.in_contact and c.detection_time == before.detection_time
+    for s in stamps:
+        r = np.array(probe.wait("external_torques", s).effort)
+        np.testing.assert_allclose(r, first_order((s - t0) * 1e-9), rtol=0,
+                                   atol=1e-9 * np.abs(TAU_EXT).max())
+    s = probe.state(G - TAU_EXT)
+    assert probe.wait("contact", s).detection_time == before.detection_time
+    assert "observer started over" not in ros_utils.read_log(probe.proc)[mark:]
+
+
+def test_bad_outputs_values_are_refused_and_the_node_keeps_publishing(probe):
+    """A negative or NaN rate is refused naming the parameter and its range, a value of
+    the wrong type as such (rclpy's reason: it names the types, not the parameter); the
+    values stay (every state still on every contact output) and the node runs on."""
+    for name, value, why in (("outputs.external_torques.rate", -1.0, "out of range"),
+                             ("outputs.contact.rate", math.nan, "out of range"),
+                             ("outputs.external_wrench.rate", "fast", "Wrong parameter type"),
+                             ("outputs.contact.enabled", 1.0, "Wrong parameter type")):
+        (result,) = probe.set((name, value))
+        assert not result.successful and why in result.reason, (name, result.reason)
+        assert why != "out of range" or name in result.reason, result.reason
+    stamps = [probe.state(G - TAU_EXT) for _ in range(3)]
+    for topic in ("external_torques", "external_wrench", "contact"):
+        for s in stamps:
+            probe.wait(topic, s)
+    ros_utils.assert_running(probe.proc)
 
 
 # --------------------------------------------------------------------------- observer.*
