@@ -26,8 +26,12 @@ are laid out once (:mod:`manip_dynamics.nodes.wire`: per input frame_id, per iso
 joint) and only their stamp and values rewritten, each layout checked once against rclpy's
 deserialisation of the message built field by field (should one read back otherwise, the
 messages themselves are published). Each of the three is built and published only while
-someone subscribes (``state_outputs.Subscribed``: a yes is kept 0.1 s; the observer runs
-whoever listens). The markers stay Python messages (at most ``observer.markers_rate``).
+someone subscribes (``state_outputs.Subscribed``: a yes is kept 0.1 s) and when due by its
+switch, ``outputs.<name>.enabled`` / ``outputs.<name>.rate`` (Hz, 0 = every state;
+``Snapshot.contact_outputs``, a ``state_outputs.RateGate`` each, new when a value changes).
+The observer runs on every state whoever listens and whatever the switches say (the
+residual, detection and contact state never depend on them), and a change of them keeps
+it running. The markers stay Python messages (at most ``observer.markers_rate``).
 """
 from __future__ import annotations
 

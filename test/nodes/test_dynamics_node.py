@@ -411,7 +411,8 @@ def test_every_parameter_is_declared_with_a_description(left, module_ros_node):
     assert {d.name for d in descriptors if d.read_only} == {
         "joint_states_qos.reliability", "joint_states_qos.depth", "executor"}
     ranges = {d.name: d.floating_point_range for d in descriptors}
-    for name in ("dynamics", "gravity_torques", "gravity_command", "coriolis_torques"):
+    for name in ("dynamics", "gravity_torques", "gravity_command", "coriolis_torques",
+                 "external_torques", "external_wrench", "contact"):
         (r,) = ranges[f"outputs.{name}.rate"]          # 0 = every state
         assert (r.from_value, r.to_value) == (0.0, math.inf)
     (r,) = ranges["outputs.inertia_markers.rate"]
