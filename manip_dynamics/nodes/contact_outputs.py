@@ -188,9 +188,11 @@ class ContactOutputs:
         point = live.point
         stamp = in_header.stamp
         now = time.monotonic()
-        torques_on, wrench_on, contact_on = (
-            gate.enabled and subscribed(now) and gate.due(now)
-            for gate, subscribed in zip(self._gates_for(snapshot), self._subscribed))
+        # enabled, subscribed to, due by its rate (in that order, as StateOutputs._due)
+        (g0, g1, g2), (s0, s1, s2) = self._gates_for(snapshot), self._subscribed
+        torques_on = g0.enabled and s0(now) and g0.due(now)
+        wrench_on = g1.enabled and s1(now) and g1.due(now)
+        contact_on = g2.enabled and s2(now) and g2.due(now)
         # the layouts first: one checked now for the first time may turn raw off
         torques = wires.torques(in_header.frame_id) if wires.raw and torques_on else None
         contact = wires.contact(live.joint) if wires.raw and contact_on else None
