@@ -580,15 +580,17 @@ def test_contact_fallback_messages_equal_the_layouts(ros_node):
     fallback, fed the same Panda states through their state listener (in and out of
     contact, with contact points, tip panda_link7): over DDS, the fallback's ~/contact
     equals the layout's in every field, and in both the torques and wrench equal that
-    output's ~/external_torques and ~/external_wrench of the same stamp."""
+    output's ~/external_torques and ~/external_wrench of the same stamp. Then the tip
+    frame changes on the same model object (panda_link8): wrench_frame follows it."""
     from manip_dynamics import RobotModel
     from manip_dynamics.nodes.contact_outputs import ContactOutputs, ContactWires
     from manip_dynamics.rules.contact_monitor import ObserverOptions
     from manip_dynamics.rules.snapshot import Snapshot
 
     model = RobotModel.from_urdf_file(PANDA)
-    snapshot = Snapshot(model=model, tip_frame="panda_link7", command_joints=tuple(JOINTS),
-                        observer=ObserverOptions(contact_point=True))
+    snapshots = [Snapshot(model=model, tip_frame=tip, command_joints=tuple(JOINTS),
+                          observer=ObserverOptions(contact_point=True))
+                 for tip in ("panda_link7", "panda_link8")]
     hosts = {name: ros_utils.RosNodeHandle(f"contact_{name}") for name in ("raw", "fallback")}
     topics = ("external_torques", "external_wrench", "contact")
     got = {(name, topic): {} for name in hosts for topic in topics}
@@ -610,11 +612,14 @@ def test_contact_fallback_messages_equal_the_layouts(ros_node):
         ros_utils.wait_for(lambda: all(
             pub.get_subscription_count() > 0 for o in outputs.values()
             for pub in (o.torques_pub, o.wrench_pub, o.contact_pub)), timeout=20.0)
-        wires = outputs["fallback"]._wires = ContactWires(model, snapshot.tip_frame)
+        wires = outputs["fallback"]._wires = ContactWires(model, "panda_link7")
         wires.raw = False
         _, _, tau_c = point_contact(0.4, [10.0, 60.0, 15.0])
-        t_ns, stamps = 1_700_000_000 * 10 ** 9, []
-        for k in range(24):
+        t_ns, stamps, tips = 1_700_000_000 * 10 ** 9, [], {}
+        for k in range(30):
+            if k == 24:         # the fallback's forced wires served every state until now
+                assert outputs["fallback"]._wires is wires and not wires.raw
+            snapshot = snapshots[k >= 24]
             t_ns += int(PERIOD * 1e9)
             msg = JointState(name=JOINTS, position=Q.tolist(), velocity=[0.0] * 7,
                              effort=(G - (TAU_EXT if k < 12 else tau_c)).tolist())
@@ -622,12 +627,12 @@ def test_contact_fallback_messages_equal_the_layouts(ros_node):
             for o in outputs.values():
                 o.on_state(snapshot, msg, Q, np.zeros(7), None)
             stamps.append(t_ns)
+            tips[t_ns] = snapshot.tip_frame
 
             def arrived():          # one state at a time: the publishers keep the last 10
                 with lock:
                     return all(t_ns in messages for messages in got.values())
             ros_utils.wait_for(arrived, timeout=20.0)
-        assert outputs["fallback"]._wires is wires and not wires.raw       # still forced
     finally:
         for handle in hosts.values():
             handle.shutdown()
@@ -640,5 +645,5 @@ def test_contact_fallback_messages_equal_the_layouts(ros_node):
             torques, wrench, c = (got[name, topic][s] for topic in topics)
             assert list(c.joint_names) == list(torques.name) == JOINTS
             np.testing.assert_array_equal(c.external_torques, torques.effort)
-            assert c.external_wrench == wrench.wrench and c.wrench_frame == "panda_link7"
+            assert c.external_wrench == wrench.wrench and c.wrench_frame == tips[s]
     assert in_contact == {(False, False), (True, True)}
