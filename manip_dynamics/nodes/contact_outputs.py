@@ -8,7 +8,11 @@ model order). For every accepted state whose message carries ``effort``::
                                                  effort = r (the residual r - bias ~ tau_ext)
     ~/external_wrench   geometry_msgs/WrenchStamped  F = (J^T)^+ r at the tip frame's origin,
                                                  root axes (frame_id = the root link)
-    ~/contact           manip_dynamics_interfaces/Contact  detection, isolated link, point
+    ~/contact           manip_dynamics_interfaces/Contact  detection, isolated link, point,
+                                                 and external_torques (with joint_names) and
+                                                 external_wrench (with wrench_frame, the tip
+                                                 frame): the values of the two above, bit for
+                                                 bit (a 1 kHz consumer reads only this one)
     ~/contact_markers   visualization_msgs/MarkerArray  the tip-force arrow and the
                                                  isolated link (at most observer.markers_rate Hz;
                                                  a contact entered or left at once)
@@ -23,15 +27,17 @@ Per state: the node's own compute_all run gives p = M qd and C^T qd with its oth
 the observer step, detection and tip wrench run in buffers, in one numba call
 (``ContactMonitor.update_terms``), and ~/external_torques, ~/external_wrench and ~/contact
 are laid out once (:mod:`manip_dynamics.nodes.wire`: per input frame_id, per isolated
-joint) and only their stamp and values rewritten, each layout checked once against rclpy's
-deserialisation of the message built field by field (should one read back otherwise, the
-messages themselves are published). Each of the three is built and published only while
-someone subscribes (``state_outputs.Subscribed``: a yes is kept 0.1 s) and when due by its
-switch, ``outputs.<name>.enabled`` / ``outputs.<name>.rate`` (Hz, 0 = every state;
-``Snapshot.contact_outputs``, a ``state_outputs.RateGate`` each, new when a value changes).
-The observer runs on every state whoever listens and whatever the switches say (the
-residual, detection and contact state never depend on them), and a change of them keeps
-it running. The markers stay Python messages (at most ``observer.markers_rate``).
+joint and tip frame) and only their stamp and values rewritten, each layout checked once
+against rclpy's deserialisation of the message built field by field (should one read back
+otherwise, the messages themselves are published). Each of the three is built and
+published only while someone subscribes (``state_outputs.Subscribed``: a yes is kept
+0.1 s) and when due by its switch, ``outputs.<name>.enabled`` / ``outputs.<name>.rate``
+(Hz, 0 = every state; ``Snapshot.contact_outputs``, a ``state_outputs.RateGate`` each, new
+when a value changes). Each reliable DDS write to a reader in another process costs CPU per
+state, so a 1 kHz consumer subscribes to ~/contact alone. The observer runs on every state
+whoever listens and whatever the switches say (the residual, detection and contact state
+never depend on them), and a change of them keeps it running. The markers stay Python
+messages (at most ``observer.markers_rate``).
 """
 from __future__ import annotations
 
@@ -182,8 +188,8 @@ class ContactOutputs:
     def _publish(self, snapshot, in_header, monitor, q, qd, live) -> None:
         model = snapshot.model
         wires = self._wires
-        if wires is None or wires.model is not model:
-            wires = self._wires = ContactWires(model)
+        if wires is None or wires.model is not model or wires.tip_frame != snapshot.tip_frame:
+            wires = self._wires = ContactWires(model, snapshot.tip_frame)
         detection = monitor.absolute(live.detection_time) if live.in_contact else 0.0
         point = live.point
         stamp = in_header.stamp
@@ -205,7 +211,7 @@ class ContactOutputs:
                 self.contact_pub.publish(contact.fill(
                     stamp, live.in_contact, live.residual_norm, detection,
                     None if point is None else point.point,
-                    None if point is None else point.force))
+                    None if point is None else point.force, live.residual, live.F))
         else:
             root = Header(stamp=stamp, frame_id=model.root_link)
             if torques_on:
@@ -215,7 +221,8 @@ class ContactOutputs:
             if wrench_on:
                 self.wrench_pub.publish(wrench_message(root, live.F))
             if contact_on:
-                self.contact_pub.publish(contact_message(root, model, live, detection))
+                self.contact_pub.publish(contact_message(root, model, live, detection,
+                                                         snapshot.tip_frame))
         period = 1.0 / snapshot.observer.markers_rate
         if live.contact_event or now - self._last_markers >= period:
             try:
@@ -241,14 +248,15 @@ class ContactOutputs:
 
 class ContactWires:
     """The serialised layouts of ~/external_torques (per input frame_id, cache of 8),
-    ~/external_wrench and ~/contact (per isolated joint, -1 for none) of one model, each
-    checked on first use against rclpy's deserialisation of the message built field by
-    field (``raw`` False from the first one that reads back otherwise)."""
+    ~/external_wrench and ~/contact (per isolated joint, -1 for none) of one model and
+    tip frame (~/contact's wrench_frame), each checked on first use against rclpy's
+    deserialisation of the message built field by field (``raw`` False from the first
+    one that reads back otherwise)."""
 
     FRAME_CACHE_SIZE = 8
 
-    def __init__(self, model):
-        self.model = model
+    def __init__(self, model, tip_frame: str):
+        self.model, self.tip_frame = model, tip_frame
         self.raw = True
         self._torques = {}
         self._contact = {}
@@ -279,24 +287,28 @@ class ContactWires:
             model = self.model
             probe = _ProbeLive(joint, model)
             layout = wire.ContactWire(model.root_link, probe.link,
-                                      model.joint_names[joint] if joint >= 0 else "")
+                                      model.joint_names[joint] if joint >= 0 else "",
+                                      list(model.joint_names), self.tip_frame)
             self._contact[joint] = layout
             header, point = Header(stamp=_PROBE_STAMP, frame_id=model.root_link), probe.point
             when = 12.5 if probe.in_contact else 0.0      # (as _publish passes it)
             self.raw = self.raw and wire.matches(
                 layout.fill(_PROBE_STAMP, probe.in_contact, probe.residual_norm, when,
-                            point.point, point.force),
-                contact_message(header, model, probe, when))
+                            point.point, point.force, probe.residual, probe.F),
+                contact_message(header, model, probe, when, self.tip_frame))
         return layout
 
 
 class _ProbeLive:
-    """A made-up LiveResult for the layout checks: isolated joint ``joint``, a point."""
+    """A made-up LiveResult for the layout checks: isolated joint ``joint``, a point,
+    distinct residual and wrench values."""
 
     def __init__(self, joint, model):
         self.in_contact, self.joint = joint >= 0, joint
         self.link = arm_topology(model).joint_link[joint] if joint >= 0 else ""
         self.residual_norm = 3.75
+        self.residual = np.cos(np.arange(model.n) + 0.5) * 2.3
+        self.F = np.arange(-3.0, 3.0) * 1.75 + 0.125
         self.point = ContactPoint(np.array([0.5, -0.25, 1.5]), np.array([2.0, -4.5, 8.25]),
                                   0.5, 0.0, None)
 
@@ -318,9 +330,11 @@ def wrench_message(header, F) -> WrenchStamped:
     return msg
 
 
-def contact_message(header, model, live, detection_time) -> Contact:
+def contact_message(header, model, live, detection_time, wrench_frame) -> Contact:
     """The Contact message of one result (fields: manip_dynamics_interfaces/msg/Contact);
-    detection_time on the header's clock (0.0 when free)."""
+    detection_time on the header's clock (0.0 when free); external_torques live.residual
+    (r - bias, model order) and external_wrench live.F (at ``wrench_frame``'s origin, the
+    tip frame; root axes): the values of torques_message and wrench_message."""
     msg = Contact(header=header, in_contact=bool(live.in_contact), isolated_link=live.link,
                   isolated_joint=model.joint_names[live.joint] if live.joint >= 0 else "",
                   residual_norm=float(live.residual_norm))
@@ -330,6 +344,10 @@ def contact_message(header, model, live, detection_time) -> Contact:
         msg.contact_point_valid = True
         msg.contact_point = Point(x=float(p[0]), y=float(p[1]), z=float(p[2]))
         msg.contact_force = Vector3(x=float(f[0]), y=float(f[1]), z=float(f[2]))
+    msg.joint_names = list(model.joint_names)
+    msg.external_torques = _f64(live.residual)
+    msg.wrench_frame = wrench_frame
+    msg.external_wrench = wrench_message(header, live.F).wrench
     return msg
 
 

@@ -230,12 +230,16 @@ class WrenchStampedWire:
 class ContactWire:
     """manip_dynamics_interfaces/Contact with fixed strings: header (stamp, ``frame_id``),
     in_contact, ``isolated_link``, ``isolated_joint``, residual_norm, detection_time,
-    contact_point_valid, contact_point (x, y, z), contact_force (x, y, z). One layout per
-    pair of strings (the node keeps one per isolated joint)."""
+    contact_point_valid, contact_point (x, y, z), contact_force (x, y, z), ``joint_names``,
+    external_torques (one float64 per joint name), ``wrench_frame``, external_wrench
+    (force x, y, z, torque x, y, z). One layout per isolated joint, joint names and wrench
+    frame (the node keeps one per isolated joint of its model and tip frame)."""
 
-    __slots__ = ("buf", "_stamp", "_in_contact", "_valid", "_norm_time", "point_force")
+    __slots__ = ("buf", "_stamp", "_in_contact", "_valid", "_norm_time", "point_force",
+                 "external_torques", "external_wrench")
 
-    def __init__(self, frame_id: str, isolated_link: str, isolated_joint: str):
+    def __init__(self, frame_id: str, isolated_link: str, isolated_joint: str,
+                 joint_names: Sequence[str], wrench_frame: str):
         w = CdrWriter()
         self._stamp = w.stamp()
         w.string(frame_id)
@@ -248,13 +252,23 @@ class ContactWire:
         point = w.float64()
         for _ in range(5):                       # the rest of contact_point, contact_force
             w.float64()
+        w.strings(joint_names)
+        n = len(joint_names)
+        torques = w.float64s(n)
+        w.string(wrench_frame)
+        wrench = w.float64()
+        for _ in range(5):                       # force y, z, torque x, y, z, right after
+            w.float64()
         self.buf = w.buf
         self._norm_time = w.view(norm, 2)
         self.point_force = w.view(point, 6)
+        self.external_torques = w.view(torques, n)
+        self.external_wrench = w.view(wrench, 6)
 
     def fill(self, stamp, in_contact: bool, residual_norm: float, detection_time: float,
-             point=None, force=None) -> bytes:
-        """The message's bytes; point and force (3,) each, or None (not valid: zeros)."""
+             point, force, r, F) -> bytes:
+        """The message's bytes; point and force (3,) each, or None (not valid: zeros);
+        r (n,) the external joint torques r - bias, F (6,) the wrench [f; m]."""
         write_stamp(self.buf, self._stamp, stamp)
         self.buf[self._in_contact] = 1 if in_contact else 0
         self._norm_time[0] = residual_norm
@@ -266,6 +280,8 @@ class ContactWire:
             self.buf[self._valid] = 1
             self.point_force[:3] = point
             self.point_force[3:] = force
+        self.external_torques[:] = r
+        self.external_wrench[:] = F
         return bytes(self.buf)
 
 

@@ -624,3 +624,158 @@ def test_observer_force_scale_sets_the_arrow_length(probe):
     np.testing.assert_allclose(start, ORIGINS["panda_link8"], atol=1e-9)
     np.testing.assert_allclose(end - start, 0.05 * np.array([w.x, w.y, w.z]), atol=1e-9)
     assert np.linalg.norm(end - start) > 0.05
+
+
+# --------------------------------------------------------------------------- ~/contact
+def wrench_list(w):
+    """[f; m] of a geometry_msgs/Wrench as a list."""
+    return [w.force.x, w.force.y, w.force.z, w.torque.x, w.torque.y, w.torque.z]
+
+
+def assert_contact_carries_the_state(probe, stamps, tip):
+    """For every stamp: ~/contact's external_torques == ~/external_torques' effort and its
+    joint_names == that message's name (bit for bit, same order), its external_wrench ==
+    ~/external_wrench's wrench, wrench_frame == ``tip``. -> the Contact messages."""
+    contacts = []
+    for s in stamps:
+        c = probe.wait("contact", s)
+        torques = probe.wait("external_torques", s)
+        wrench = probe.wait("external_wrench", s)
+        assert list(c.joint_names) == list(torques.name) == JOINTS
+        np.testing.assert_array_equal(np.array(c.external_torques), np.array(torques.effort))
+        assert c.external_wrench == wrench.wrench
+        np.testing.assert_array_equal(wrench_list(c.external_wrench),
+                                      wrench_list(wrench.wrench))
+        assert c.wrench_frame == tip and c.header.frame_id == wrench.header.frame_id
+        contacts.append(c)
+    return contacts
+
+
+def test_contact_carries_the_torques_and_wrench_of_the_same_state(probe):
+    """~/contact alone carries the state's external torques and tip wrench: equal, stamp by
+    stamp, to ~/external_torques and ~/external_wrench, in and out of contact. Against
+    the closed form too: r - bias (after ~/zero_observer, with tau_ext removed, r decays
+    from r(t_z) and r - bias = r(t) - r(t_z), far from the raw r), F = (J^T)^+ (r - bias)
+    at tip_link panda_link7 (Pinocchio's J of that frame, numpy's lstsq), and with a
+    contact point (observer.contact_point)."""
+    t0 = restart(probe)
+    stamps = [t0] + [probe.state(G - TAU_EXT) for _ in range(15)]
+    contacts = assert_contact_carries_the_state(probe, stamps, "panda_link8")
+    assert not contacts[1].in_contact and contacts[-1].in_contact       # both kinds
+    scale = np.abs(TAU_EXT).max()
+    for s, c in zip(stamps, contacts):
+        np.testing.assert_allclose(c.external_torques, first_order((s - t0) * 1e-9),
+                                   rtol=0, atol=1e-9 * scale)
+    # bias: r(t_z) of the last sample; tau_ext = 0 from then on: r decays from r(t_z)
+    tz, r_z = stamps[-1], first_order((stamps[-1] - t0) * 1e-9)
+    assert probe.call("zero_observer").success
+    stamps = [probe.state(G) for _ in range(15)]
+    contacts = assert_contact_carries_the_state(probe, stamps, "panda_link8")
+    assert not contacts[0].in_contact and contacts[-1].in_contact
+    # the step into tau_ext = 0 integrates its trapezoid, tau_ext / 2 (docs/node.md):
+    # r_1 = a r(t_z) + (1 - a) tau_ext / 2, then r decays; the output is r - r(t_z)
+    a = math.exp(-K_O * (stamps[0] - tz) * 1e-9)
+    r_1 = a * r_z + (1.0 - a) * TAU_EXT / 2.0
+    for s, c in zip(stamps, contacts):
+        want = math.exp(-K_O * (s - stamps[0]) * 1e-9) * r_1 - r_z
+        np.testing.assert_allclose(c.external_torques, want, rtol=0, atol=1e-9 * scale)
+    assert np.abs(r_z).max() > 3.0        # the bias: r - bias is 3 N*m away from r
+    # another tip frame (the observer keeps running): the wrench at panda_link7's origin
+    model = pin.buildModelFromUrdf(PANDA)
+    data = model.createData()
+    J7 = pin.computeFrameJacobian(model, data, Q, model.getFrameId("panda_link7"),
+                                  pin.LOCAL_WORLD_ALIGNED)
+    with observer_parameters(probe, ("tip_link", "panda_link7")):
+        restart(probe)
+        stamps = [probe.state(G - TAU_EXT) for _ in range(10)]
+        contacts = assert_contact_carries_the_state(probe, stamps, "panda_link7")
+    r = np.array(contacts[-1].external_torques)
+    want = np.linalg.lstsq(J7.T, r, rcond=None)[0]
+    assert np.linalg.svd(J7, compute_uv=False).min() > 0.01      # undamped there
+    np.testing.assert_allclose(wrench_list(contacts[-1].external_wrench), want, rtol=0,
+                               atol=1e-9 * np.abs(want).max())
+    # with a contact point: the point and force fields before the new ones
+    point, force, tau_c = point_contact(0.4, [10.0, 60.0, 15.0])
+    with observer_parameters(probe, ("observer.contact_point", True)):
+        restart(probe)
+        stamps = [probe.state(G - tau_c) for _ in range(20)]
+        contacts = assert_contact_carries_the_state(probe, stamps, "panda_link8")
+    assert contacts[-1].contact_point_valid
+    p = contacts[-1].contact_point
+    np.testing.assert_allclose([p.x, p.y, p.z], point, rtol=0, atol=2e-5)
+
+
+def test_contact_fallback_messages_equal_the_layouts(ros_node):
+    """Should a layout not read back (ContactWires.raw false), the node publishes the
+    messages built field by field (contact_message, torques_message, wrench_message). Two
+    ContactOutputs (each on its own rclpy node, in this process), one forced onto that
+    fallback, fed the same Panda states through their state listener (in and out of
+    contact, with contact points, tip panda_link7): over DDS, the fallback's ~/contact
+    equals the layout's in every field, and in both the torques and wrench equal that
+    output's ~/external_torques and ~/external_wrench of the same stamp. Then the tip
+    frame changes on the same model object (panda_link8): wrench_frame follows it."""
+    from manip_dynamics import RobotModel
+    from manip_dynamics.nodes.contact_outputs import ContactOutputs, ContactWires
+    from manip_dynamics.rules.contact_monitor import ObserverOptions
+    from manip_dynamics.rules.snapshot import Snapshot
+
+    model = RobotModel.from_urdf_file(PANDA)
+    snapshots = [Snapshot(model=model, tip_frame=tip, command_joints=tuple(JOINTS),
+                          observer=ObserverOptions(contact_point=True))
+                 for tip in ("panda_link7", "panda_link8")]
+    hosts = {name: ros_utils.RosNodeHandle(f"contact_{name}") for name in ("raw", "fallback")}
+    topics = ("external_torques", "external_wrench", "contact")
+    got = {(name, topic): {} for name in hosts for topic in topics}
+    lock = threading.Lock()
+
+    def recorder(key):
+        def record(msg):
+            with lock:
+                got[key][stamp_ns(msg.header)] = msg
+        return record
+    try:
+        outputs = {}
+        for name, handle in hosts.items():
+            handle.node.state_listeners = []        # the hook ContactOutputs plugs into
+            outputs[name] = ContactOutputs(handle.node)
+            for topic in topics:
+                ros_node.create_subscription(Probe.TOPICS[topic], f"contact_{name}/{topic}",
+                                             recorder((name, topic)), 100)
+        ros_utils.wait_for(lambda: all(
+            pub.get_subscription_count() > 0 for o in outputs.values()
+            for pub in (o.torques_pub, o.wrench_pub, o.contact_pub)), timeout=20.0)
+        wires = outputs["fallback"]._wires = ContactWires(model, "panda_link7")
+        wires.raw = False
+        _, _, tau_c = point_contact(0.4, [10.0, 60.0, 15.0])
+        t_ns, stamps, tips = 1_700_000_000 * 10 ** 9, [], {}
+        for k in range(30):
+            if k == 24:         # the fallback's forced wires served every state until now
+                assert outputs["fallback"]._wires is wires and not wires.raw
+            snapshot = snapshots[k >= 24]
+            t_ns += int(PERIOD * 1e9)
+            msg = JointState(name=JOINTS, position=Q.tolist(), velocity=[0.0] * 7,
+                             effort=(G - (TAU_EXT if k < 12 else tau_c)).tolist())
+            msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(t_ns, 10 ** 9)
+            for o in outputs.values():
+                o.on_state(snapshot, msg, Q, np.zeros(7), None)
+            stamps.append(t_ns)
+            tips[t_ns] = snapshot.tip_frame
+
+            def arrived():          # one state at a time: the publishers keep the last 10
+                with lock:
+                    return all(t_ns in messages for messages in got.values())
+            ros_utils.wait_for(arrived, timeout=20.0)
+    finally:
+        for handle in hosts.values():
+            handle.shutdown()
+    in_contact = set()
+    for s in stamps:
+        raw, fallback = got["raw", "contact"][s], got["fallback", "contact"][s]
+        assert fallback == raw
+        in_contact.add((raw.in_contact, raw.contact_point_valid))
+        for name in hosts:
+            torques, wrench, c = (got[name, topic][s] for topic in topics)
+            assert list(c.joint_names) == list(torques.name) == JOINTS
+            np.testing.assert_array_equal(c.external_torques, torques.effort)
+            assert c.external_wrench == wrench.wrench and c.wrench_frame == tips[s]
+    assert in_contact == {(False, False), (True, True)}

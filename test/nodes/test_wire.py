@@ -154,47 +154,161 @@ def test_wrench_stamped_layout_reads_back_as_the_message(frame_id):
         assert deserialize_message(layout.fill(stamp, F), WrenchStamped) == expected
 
 
+def _contact(stamp, frame_id, link, joint, in_contact, norm, when, point, force, names, r,
+             wrench_frame, F):
+    """The Contact message built here field by field with the generated setters (point
+    and force None: contact_point_valid false, zeros)."""
+    from manip_dynamics_interfaces.msg import Contact
+
+    msg = Contact(in_contact=bool(in_contact), isolated_link=link, isolated_joint=joint,
+                  residual_norm=float(norm), detection_time=float(when),
+                  contact_point_valid=point is not None, joint_names=list(names),
+                  external_torques=[float(x) for x in r], wrench_frame=wrench_frame)
+    msg.header.stamp, msg.header.frame_id = stamp, frame_id
+    if point is not None:
+        c, f = msg.contact_point, msg.contact_force
+        c.x, c.y, c.z = (float(x) for x in point)
+        f.x, f.y, f.z = (float(x) for x in force)
+    w = msg.external_wrench
+    w.force.x, w.force.y, w.force.z, w.torque.x, w.torque.y, w.torque.z = (float(x) for x in F)
+    return msg
+
+
 @pytest.mark.parametrize("frame_id", FRAME_IDS[:4])
 @pytest.mark.parametrize("link,joint", [("", ""), ("l", "j"), ("panda_link5", "panda_joint5"),
                                         ("wörld_ß", "abc")])
 def test_contact_layout_reads_back_as_the_message(frame_id, link, joint):
     """Every string length mod 4 before the bool and float64 fields (their alignment),
-    with and without a contact point, the same buffer refilled."""
+    joint name lists of 1, 2, 7 and 29 names of varied lengths and wrench frames of every
+    length mod 4 (before the external_torques and external_wrench float64s), with and
+    without a contact point, in and out of contact, the same buffer refilled."""
     from manip_dynamics_interfaces.msg import Contact
 
     rng = np.random.default_rng(len(frame_id) * 7 + len(link) + len(joint))
-    layout = wire.ContactWire(frame_id, link, joint)
-    for k in range(4):
-        stamp, (norm, when), pf = _stamp(rng), _values(rng, 2), _values(rng, 6)
-        valid, in_contact = k % 2 == 0, k != 1
-        expected = Contact(in_contact=in_contact, isolated_link=link, isolated_joint=joint,
-                           residual_norm=float(norm), detection_time=float(when),
-                           contact_point_valid=valid)
-        expected.header.stamp, expected.header.frame_id = stamp, frame_id
-        if valid:
-            c, f = expected.contact_point, expected.contact_force
-            c.x, c.y, c.z, f.x, f.y, f.z = pf.tolist()
-        data = layout.fill(stamp, in_contact, norm, when, pf[:3] if valid else None,
-                           pf[3:] if valid else None)
-        assert deserialize_message(data, Contact) == expected
+    for n, wrench_frame in ((1, "t"), (2, "ab"), (7, "abc"), (29, FRAME_IDS[5])):
+        names = _names(n)
+        layout = wire.ContactWire(frame_id, link, joint, names, wrench_frame)
+        for k in range(4):
+            stamp, (norm, when), pf = _stamp(rng), _values(rng, 2), _values(rng, 6)
+            r, F = _values(rng, n), _values(rng, 6)
+            valid, in_contact = k % 2 == 0, k != 1
+            point, force = (pf[:3], pf[3:]) if valid else (None, None)
+            expected = _contact(stamp, frame_id, link, joint, in_contact, norm, when, point,
+                                force, names, r, wrench_frame, F)
+            data = layout.fill(stamp, in_contact, norm, when, point, force, r, F)
+            assert deserialize_message(data, Contact) == expected
+
+
+def _probe_live(model, rng, joint, with_point):
+    """A LiveResult-like result with random values: isolated joint ``joint`` (-1: none,
+    out of contact), residual r (n,), wrench F (6,), a contact point or None."""
+    from manip_dynamics.core.contact.detector import ContactPoint, arm_topology
+
+    point = (ContactPoint(_values(rng, 3), _values(rng, 3), 0.5, 0.0, None) if with_point
+             else None)
+    return SimpleNamespace(in_contact=joint >= 0, joint=joint,
+                           link=arm_topology(model).joint_link[joint] if joint >= 0 else "",
+                           residual_norm=float(rng.uniform(0.0, 50.0)),
+                           residual=_values(rng, model.n), F=_values(rng, 6), point=point)
+
+
+def _rclpy_bytes_match(data: bytes, expected) -> bool:
+    """``data`` equals rclpy's serialisation of ``expected`` byte for byte, but for
+    rclpy's padding (its type support does not zero it, see the JointState test above:
+    where ``data`` has a zero byte, rclpy's may differ) and its trailing slack of < 16
+    bytes. (Every value is also compared by deserialising ``data``.)"""
+    ours = np.frombuffer(data, dtype=np.uint8)
+    theirs = np.frombuffer(serialize_message(expected), dtype=np.uint8)
+    if not 0 <= len(theirs) - len(ours) < 16:
+        return False
+    differ = np.flatnonzero(ours != theirs[:len(ours)])
+    return bool(np.all(ours[differ] == 0))
+
+
+@pytest.mark.parametrize("robot,tip", [("panda", "panda_link8"), ("panda", "panda_link3"),
+                                       ("planar_2r", None), ("planar_rp", None)])
+def test_contact_wires_equal_rclpy_serialisation_of_contact_message(robot, tip):
+    """The node's ~/contact layouts (ContactWires.contact of every isolated joint, -1 for
+    none) for the 7-DOF Panda (two tip frames), a 2-DOF planar arm and a revolute-prismatic
+    one, filled as _publish fills them: the bytes read back as contact_message of the same
+    result, which equals the message built here field by field from the same values, and
+    are rclpy's serialisation of it (but for padding); external_torques and
+    external_wrench hold the values the JointState and WrenchStamped layouts carry."""
+    from geometry_msgs.msg import WrenchStamped
+
+    from manip_dynamics.nodes.contact_outputs import ContactWires, contact_message
+    from manip_dynamics_interfaces.msg import Contact
+
+    model = RobotModel.from_urdf_file(robots.path(robot))
+    tip = tip or model.default_tip
+    root, names = model.root_link, list(model.joint_names)
+    wires = ContactWires(model, tip)
+    rng = np.random.default_rng(model.n + len(tip))
+    prismatic = [j for j in range(model.n) if _joint_type(robot, names[j]) == "prismatic"]
+    assert (robot == "planar_rp") == bool(prismatic)        # the model has a prismatic joint
+    for joint in range(-1, model.n):
+        layout = wires.contact(joint)
+        for with_point in ((False,) if joint < 0 else (False, True)):
+            live = _probe_live(model, rng, joint, with_point)
+            stamp = _stamp(rng)
+            when = float(rng.uniform(1e9, 2e9)) if live.in_contact else 0.0
+            point = live.point
+            data = layout.fill(stamp, live.in_contact, live.residual_norm, when,
+                               None if point is None else point.point,
+                               None if point is None else point.force, live.residual, live.F)
+            message = contact_message(Header(stamp=stamp, frame_id=root), model, live, when,
+                                      tip)
+            expected = _contact(stamp, root, live.link,
+                                names[joint] if joint >= 0 else "", live.in_contact,
+                                live.residual_norm, when,
+                                None if point is None else point.point,
+                                None if point is None else point.force, names,
+                                live.residual, tip, live.F)
+            assert message == expected
+            got = deserialize_message(data, Contact)
+            assert got == expected
+            assert _rclpy_bytes_match(data, message)
+            # the same values as ~/external_torques' effort and ~/external_wrench's wrench
+            torques = deserialize_message(wires.torques("js").fill(
+                stamp, _values(rng, model.n), _values(rng, model.n), live.residual),
+                JointState)
+            wrench = deserialize_message(wires.wrench.fill(stamp, live.F), WrenchStamped)
+            assert got.joint_names == torques.name
+            np.testing.assert_array_equal(got.external_torques, torques.effort)
+            assert got.external_wrench == wrench.wrench
+    assert wires.raw
+
+
+def _joint_type(robot, joint_name):
+    """The type attribute of joint ``joint_name`` in the embedded URDF (read as XML)."""
+    import xml.etree.ElementTree as ET
+
+    for j in ET.parse(robots.path(robot)).getroot().iter("joint"):
+        if j.get("name") == joint_name:
+            return j.get("type")
+    raise KeyError(joint_name)
 
 
 def test_contact_wires_check_every_layout_they_use():
     """ContactWires (the node's contact layouts) of the Panda: raw, each isolated joint's
-    layout built once and reused; a layout that reads back otherwise turns raw off."""
+    layout built once and reused; a layout that reads back otherwise (a wrong link name,
+    the joint names in another order, another wrench frame) turns raw off."""
     from manip_dynamics.nodes.contact_outputs import ContactWires
 
     model = RobotModel.from_urdf_file(robots.path("panda"))
-    wires = ContactWires(model)
+    wires = ContactWires(model, "panda_link8")
     assert wires.raw
     layouts = [wires.contact(j) for j in range(-1, model.n)]
     assert wires.raw and len({id(x) for x in layouts}) == model.n + 1
     assert wires.contact(3) is layouts[4] and wires.torques("a") is wires.torques("a")
-    broken = ContactWires(model)
     original = wire.ContactWire
-    try:
-        wire.ContactWire = lambda frame_id, link, joint: original(frame_id, link + "x", joint)
-        broken.contact(2)
-    finally:
-        wire.ContactWire = original
-    assert not broken.raw
+    for change in (lambda a: (a[0], a[1] + "x") + a[2:],
+                   lambda a: a[:3] + (a[3][::-1],) + a[4:],
+                   lambda a: a[:4] + ("panda_link7",)):
+        broken = ContactWires(model, "panda_link8")
+        try:
+            wire.ContactWire = lambda *args, change=change: original(*change(args))
+            broken.contact(2)
+        finally:
+            wire.ContactWire = original
+        assert not broken.raw
