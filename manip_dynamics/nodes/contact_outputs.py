@@ -27,7 +27,8 @@ joint) and only their stamp and values rewritten, each layout checked once again
 deserialisation of the message built field by field (should one read back otherwise, the
 messages themselves are published). Each of the three is built and published only while
 someone subscribes (``state_outputs.Subscribed``: a yes is kept 0.1 s; the observer runs
-whoever listens). The markers stay Python messages (at most ``observer.markers_rate``).
+whoever listens). The markers stay Python messages (at most ``observer.markers_rate``),
+built only while ~/contact_markers has a subscriber (asked when an update is due).
 """
 from __future__ import annotations
 
@@ -68,6 +69,7 @@ class ContactOutputs:
         self.node = node
         self._lock = threading.Lock()     # monitor: listener vs services
         self._monitor = None
+        self._monitor_snapshot = None     # the snapshot _monitor was last checked against
         self._effort_seen = None          # None: no state yet; else the last state had effort
         self._last_markers = -math.inf
         self._wires = None                # ContactWires of the model last published
@@ -80,7 +82,7 @@ class ContactOutputs:
         self.markers_pub = node.create_publisher(MarkerArray, "~/contact_markers", 10)
         # the per-state outputs are built only while someone subscribes (as StateOutputs')
         self._subscribed = tuple(Subscribed(pub) for pub in (
-            self.torques_pub, self.wrench_pub, self.contact_pub))
+            self.torques_pub, self.wrench_pub, self.contact_pub, self.markers_pub))
         node.create_service(Trigger, "~/reset_observer", self._on_reset)
         node.create_service(Trigger, "~/zero_observer", self._on_zero)
         node.state_listeners.append(self.on_state)
@@ -119,10 +121,13 @@ class ContactOutputs:
             with self._lock:
                 self._monitor = None
             return
-        if not self._has_effort(msg):
+        if not (self._effort_seen is True and len(msg.effort)) and not self._has_effort(msg):
             return
         with self._lock:
-            monitor = self._monitor_for(snapshot)
+            monitor = self._monitor
+            if monitor is None or snapshot is not self._monitor_snapshot:
+                monitor = self._monitor_for(snapshot)     # (the same snapshot: the same)
+                self._monitor_snapshot = snapshot
             try:
                 if qd is None:
                     raise InputError("no velocities: the observer needs qd (p = M(q) qd)")
@@ -130,7 +135,9 @@ class ContactOutputs:
                 if momentum is None or terms is None:
                     terms, momentum = snapshot.model.compute_all(q, qd, snapshot.tip_frame,
                                                                  momentum=True)
-                t = monitor.seconds(msg.header.stamp.sec, msg.header.stamp.nanosec)
+                header = msg.header
+                stamp = header.stamp
+                t = monitor.seconds(stamp.sec, stamp.nanosec)
                 live = monitor.update_terms(t, q, qd, tau, terms, momentum)
             except InputError as exc:
                 self._log("warning", "observer:" + str(exc)[:40],
@@ -145,7 +152,7 @@ class ContactOutputs:
                           f"observer: {live.event.replace('_', ' ')} at stamp "
                           f"{monitor.absolute(t):.6f} s (observer.max_gap "
                           f"{options.max_gap} s, observer.gap {options.gap})")
-            self._publish(snapshot, msg.header, monitor, q, qd, live)
+            self._publish(snapshot, header, monitor, q, qd, live)
 
     def _has_effort(self, msg) -> bool:
         """Log the no-effort line once per change; True when the message carries effort."""
@@ -173,6 +180,19 @@ class ContactOutputs:
 
     # ------------------------------------------------------------------ messages
     def _publish(self, snapshot, in_header, monitor, q, qd, live) -> None:
+        now = time.monotonic()
+        subscribed = self._subscribed
+        torques_on, wrench_on, contact_on = (subscribed[0](now), subscribed[1](now),
+                                             subscribed[2](now))
+        # markers at most observer.markers_rate (a contact entered or left at once), and
+        # only while someone subscribes (asked when they are due: a subscriber gets the
+        # next due markers)
+        markers_due = bool(live.contact_event) or (
+            now - self._last_markers >= 1.0 / snapshot.observer.markers_rate)
+        if markers_due and not subscribed[3](now):
+            markers_due, self._last_markers = False, now
+        if not (torques_on or wrench_on or contact_on or markers_due):
+            return
         model = snapshot.model
         wires = self._wires
         if wires is None or wires.model is not model:
@@ -180,10 +200,6 @@ class ContactOutputs:
         detection = monitor.absolute(live.detection_time) if live.in_contact else 0.0
         point = live.point
         stamp = in_header.stamp
-        now = time.monotonic()
-        subscribed = self._subscribed
-        torques_on, wrench_on, contact_on = (subscribed[0](now), subscribed[1](now),
-                                             subscribed[2](now))
         # the layouts first: one checked now for the first time may turn raw off
         torques = wires.torques(in_header.frame_id) if wires.raw and torques_on else None
         contact = wires.contact(live.joint) if wires.raw and contact_on else None
@@ -207,8 +223,7 @@ class ContactOutputs:
                 self.wrench_pub.publish(wrench_message(root, live.F))
             if contact_on:
                 self.contact_pub.publish(contact_message(root, model, live, detection))
-        period = 1.0 / snapshot.observer.markers_rate
-        if live.contact_event or now - self._last_markers >= period:
+        if markers_due:
             try:
                 root = Header(stamp=stamp, frame_id=model.root_link)
                 self.markers_pub.publish(contact_markers(root, snapshot, q, live,
