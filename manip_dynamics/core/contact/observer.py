@@ -275,7 +275,8 @@ class MomentumObserver:
 
     def begin_terms(self, t, tau):
         """The part of :meth:`update_terms` before its kernel (for callers that run the
-        step inside a larger kernel: core.contact.observe_contact): checks t and tau
+        step inside a larger kernel; core.contact.observe_contact uses :meth:`_begin_mode`,
+        which leaves tau's finiteness and the gap's r = 0 to its kernel): checks t and tau
         (InputError, state unchanged), applies the gap rule (counts the gap; r = 0 for
         "reset") and writes expm1(-K_O h) of a step into its buffer. -> (t as float,
         integrate, dt, event); then run :func:`_step_in_place` (h = dt if integrate else
