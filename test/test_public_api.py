@@ -56,3 +56,33 @@ def test_demo_entry_points_run_the_demos(entry, target):
     """``python -m manip_dynamics.demo`` / ``.demo_identification`` keep working: the entry
     modules call the demos' main (the demos themselves: test/demos)."""
     assert importlib.import_module(entry).main is importlib.import_module(target).main
+
+
+def test_robot_model_body_table_and_direct_call_for_kernels_outside_the_core():
+    """``RobotModel.body_table`` and ``core.dynamics.launch.direct_call`` are public (the
+    safety points' kernels take the model's body table through them): the table is the
+    kernels' read-only array itself, one row per moving body in ``body_links`` order, its
+    masses and centres of mass those Pinocchio gives each joint's body (fixed links
+    lumped), a payload's mass added to its body."""
+    import numpy as np
+    import pinocchio as pin
+
+    from manip_dynamics import RobotModel, robots
+    from manip_dynamics.core.dynamics.bodies import BODY
+    from manip_dynamics.core.dynamics.launch import direct_call
+    from manip_dynamics.safety.points import PointKinematics, default_points
+
+    path = robots.path("panda")
+    model = RobotModel.from_urdf_file(path)
+    table = model.body_table
+    assert table.dtype == BODY and table.shape == (len(model.body_links),)
+    assert table is model.body_table and not table.flags.writeable
+    ref = pin.buildModelFromUrdf(str(path))
+    inertias = [ref.inertias[i] for i in range(1, ref.njoints)]
+    np.testing.assert_allclose(table["mass"], [i.mass for i in inertias], rtol=1e-12)
+    np.testing.assert_allclose(table["com"], [i.lever for i in inertias], atol=1e-12)
+    b = model.frame_body(model.default_tip)[0]
+    heavy = model.with_payload(model.default_tip, 2.5)
+    assert heavy.body_table["mass"][b] == table["mass"][b] + 2.5
+    assert PointKinematics(model, default_points(model))._bodies is table
+    assert callable(direct_call)

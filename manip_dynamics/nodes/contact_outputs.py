@@ -37,7 +37,8 @@ when a value changes). Each reliable DDS write to a reader in another process co
 state, so a 1 kHz consumer subscribes to ~/contact alone. The observer runs on every state
 whoever listens and whatever the switches say (the residual, detection and contact state
 never depend on them), and a change of them keeps it running. The markers stay Python
-messages (at most ``observer.markers_rate``).
+messages (at most ``observer.markers_rate``), built only while ~/contact_markers has a
+subscriber (asked when an update is due).
 """
 from __future__ import annotations
 
@@ -78,6 +79,7 @@ class ContactOutputs:
         self.node = node
         self._lock = threading.Lock()     # monitor: listener vs services
         self._monitor = None
+        self._monitor_snapshot = None     # the snapshot _monitor was last checked against
         self._effort_seen = None          # None: no state yet; else the last state had effort
         self._last_markers = -math.inf
         self._wires = None                # ContactWires of the model last published
@@ -91,6 +93,11 @@ class ContactOutputs:
         # the per-state outputs are built only while someone subscribes (as StateOutputs')
         # and when due by their outputs.<name>.* switch (Snapshot.contact_outputs' order)
         self._subscribed = tuple(Subscribed(pub) for pub in (
+            self.torques_pub, self.wrench_pub, self.contact_pub, self.markers_pub))
+        # the serialised layouts' bytes go to the handles' publish_raw (what
+        # Publisher.publish does with bytes, without its type check and ``with handle``
+        # guard: ~1 us a message; see state_outputs.Subscribed on the guard)
+        self._publish_raw = tuple(pub.handle.publish_raw for pub in (
             self.torques_pub, self.wrench_pub, self.contact_pub))
         self._switches = None             # the Snapshot.contact_outputs _gates are for
         self._gates = ()
@@ -132,10 +139,13 @@ class ContactOutputs:
             with self._lock:
                 self._monitor = None
             return
-        if not self._has_effort(msg):
+        if not (self._effort_seen is True and len(msg.effort)) and not self._has_effort(msg):
             return
         with self._lock:
-            monitor = self._monitor_for(snapshot)
+            monitor = self._monitor
+            if monitor is None or snapshot is not self._monitor_snapshot:
+                monitor = self._monitor_for(snapshot)     # (the same snapshot: the same)
+                self._monitor_snapshot = snapshot
             try:
                 if qd is None:
                     raise InputError("no velocities: the observer needs qd (p = M(q) qd)")
@@ -143,7 +153,9 @@ class ContactOutputs:
                 if momentum is None or terms is None:
                     terms, momentum = snapshot.model.compute_all(q, qd, snapshot.tip_frame,
                                                                  momentum=True)
-                t = monitor.seconds(msg.header.stamp.sec, msg.header.stamp.nanosec)
+                header = msg.header
+                stamp = header.stamp
+                t = monitor.seconds(stamp.sec, stamp.nanosec)
                 live = monitor.update_terms(t, q, qd, tau, terms, momentum)
             except InputError as exc:
                 self._log("warning", "observer:" + str(exc)[:40],
@@ -158,7 +170,7 @@ class ContactOutputs:
                           f"observer: {live.event.replace('_', ' ')} at stamp "
                           f"{monitor.absolute(t):.6f} s (observer.max_gap "
                           f"{options.max_gap} s, observer.gap {options.gap})")
-            self._publish(snapshot, msg.header, monitor, q, qd, live)
+            self._publish(snapshot, header, monitor, q, qd, live)
 
     def _has_effort(self, msg) -> bool:
         """Log the no-effort line once per change; True when the message carries effort."""
@@ -186,6 +198,21 @@ class ContactOutputs:
 
     # ------------------------------------------------------------------ messages
     def _publish(self, snapshot, in_header, monitor, q, qd, live) -> None:
+        now = time.monotonic()
+        # enabled, subscribed to, due by its rate (in that order, as StateOutputs._due)
+        (g0, g1, g2), subscribed = self._gates_for(snapshot), self._subscribed
+        torques_on = g0.enabled and subscribed[0](now) and g0.due(now)
+        wrench_on = g1.enabled and subscribed[1](now) and g1.due(now)
+        contact_on = g2.enabled and subscribed[2](now) and g2.due(now)
+        # markers at most observer.markers_rate (a contact entered or left at once), and
+        # only while someone subscribes (asked when they are due: a subscriber gets the
+        # next due markers)
+        markers_due = bool(live.contact_event) or (
+            now - self._last_markers >= 1.0 / snapshot.observer.markers_rate)
+        if markers_due and not subscribed[3](now):
+            markers_due, self._last_markers = False, now
+        if not (torques_on or wrench_on or contact_on or markers_due):
+            return
         model = snapshot.model
         wires = self._wires
         if wires is None or wires.model is not model or wires.tip_frame != snapshot.tip_frame:
@@ -193,22 +220,17 @@ class ContactOutputs:
         detection = monitor.absolute(live.detection_time) if live.in_contact else 0.0
         point = live.point
         stamp = in_header.stamp
-        now = time.monotonic()
-        # enabled, subscribed to, due by its rate (in that order, as StateOutputs._due)
-        (g0, g1, g2), (s0, s1, s2) = self._gates_for(snapshot), self._subscribed
-        torques_on = g0.enabled and s0(now) and g0.due(now)
-        wrench_on = g1.enabled and s1(now) and g1.due(now)
-        contact_on = g2.enabled and s2(now) and g2.due(now)
         # the layouts first: one checked now for the first time may turn raw off
         torques = wires.torques(in_header.frame_id) if wires.raw and torques_on else None
         contact = wires.contact(live.joint) if wires.raw and contact_on else None
-        if wires.raw:
+        if wires.raw:                    # (bytes, straight to the rclpy handles)
+            publish_raw = self._publish_raw
             if torques_on:
-                self.torques_pub.publish(torques.fill(stamp, q, qd, live.residual))
+                publish_raw[0](torques.fill(stamp, q, qd, live.residual))
             if wrench_on:
-                self.wrench_pub.publish(wires.wrench.fill(stamp, live.F))
+                publish_raw[1](wires.wrench.fill(stamp, live.F))
             if contact_on:
-                self.contact_pub.publish(contact.fill(
+                publish_raw[2](contact.fill(
                     stamp, live.in_contact, live.residual_norm, detection,
                     None if point is None else point.point,
                     None if point is None else point.force, live.residual, live.F))
@@ -223,8 +245,7 @@ class ContactOutputs:
             if contact_on:
                 self.contact_pub.publish(contact_message(root, model, live, detection,
                                                          snapshot.tip_frame))
-        period = 1.0 / snapshot.observer.markers_rate
-        if live.contact_event or now - self._last_markers >= period:
+        if markers_due:
             try:
                 root = Header(stamp=stamp, frame_id=model.root_link)
                 self.markers_pub.publish(contact_markers(root, snapshot, q, live,

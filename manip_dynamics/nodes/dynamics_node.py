@@ -142,6 +142,7 @@ class DynamicsNode(Node):
         self.dynamics_services = DynamicsServices(self, lambda: self.snapshot)
         self._efforts = EffortReader()     # tau of a state, read once for every listener
         self.contact_outputs = ContactOutputs(self, self._efforts)  # the observer on effort
+        self._observer_listener = self.state_listeners[-1]   # (its on_state, just added)
         self.payload_service = PayloadService(self, lambda: self._state,   # ~/estimate_payload
                                               effort=self._efforts)
         self.safety_outputs = SafetyOutputs(self, lambda: self._state)  # ISO/TS 15066 speeds
@@ -453,15 +454,16 @@ class DynamicsNode(Node):
 
     def _notify_listeners(self, snapshot: Snapshot, msg: JointState, q, qd, terms,
                           momentum) -> None:
-        observer = self.contact_outputs.on_state
+        observer = self._observer_listener
         for listener in self.state_listeners:
-            t0 = time.perf_counter()
+            if listener is observer:       # /diagnostics: the observer's share
+                t0 = time.perf_counter()
             try:
                 listener(snapshot, msg, q, qd, terms, momentum)
             except Exception:
                 self._throttled("error", "listener:" + getattr(listener, "__qualname__", "?"),
                                 "state listener failed:\n" + traceback.format_exc())
-            if listener == observer:       # /diagnostics: the observer's share
+            if listener is observer:
                 self._stats.observer(time.perf_counter() - t0)
         self._efforts.forget()             # (msg may be reused: read the next one afresh)
 

@@ -92,16 +92,22 @@ class Subscribed:
     noticed up to ``period`` s late: that long, messages are published to nobody (lost,
     as a volatile message nobody subscribes to is anyway)."""
 
-    __slots__ = ("_publisher", "_period", "_until")
+    __slots__ = ("_publisher", "_count", "_period", "_until")
 
     def __init__(self, publisher, period: float = 0.1):
         self._publisher, self._period = publisher, float(period)
+        # the count from the publisher's rclpy handle (its public ``handle``): ~0.3 us a
+        # call against ~1.3 us through Publisher.get_subscription_count, whose ``with
+        # handle`` guard only defers a concurrent destroy (the node destroys its
+        # publishers after its callbacks; a destroyed handle raises RCLError, as the
+        # guard raises InvalidHandle)
+        self._count = publisher.handle.get_subscription_count
         self._until = -float("inf")
 
     def __call__(self, now: float) -> bool:
         if now < self._until:
             return True
-        if self._publisher.get_subscription_count() > 0:
+        if self._count() > 0:
             self._until = now + self._period
             return True
         return False

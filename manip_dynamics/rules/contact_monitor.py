@@ -39,7 +39,7 @@ from typing import Optional
 import numpy as np
 
 from manip_dynamics.core.contact.detector import (ContactDetector, WrenchSolver, contact_point,
-                                                  observe_contact, tip_wrench)
+                                                  observe_contact_norm, tip_wrench)
 from manip_dynamics.core.contact.observer import MomentumObserver
 from manip_dynamics.core.errors import InputError
 
@@ -135,6 +135,9 @@ class ContactMonitor:
         self._fingerprint = _fingerprint(model)
         self._wrench = WrenchSolver(options.wrench_threshold)
         self.live = LiveResult()
+        self.live.residual, self.live.F = self.observer.residual_buffer, self._wrench.F
+        # the isolated link of joint j at [j]; "" at [-1] (no joint)
+        self._links = tuple(self.detector.topology.joint_link) + ("",)
         self.restarts = 0
         self.epoch: Optional[int] = None   # whole seconds subtracted from every stamp
 
@@ -205,22 +208,23 @@ class ContactMonitor:
         (core.contact.observe_contact: the arithmetic of MomentumObserver.update_terms,
         ContactDetector.update_into and WrenchSolver). -> :attr:`live` (rewritten per
         sample). The same rules and InputErrors as :meth:`update`."""
-        event = self._stale_or_restart(t, tau, q)
+        observer = self.observer
+        last = observer._t
+        event = None if last is None or t > last else self._stale_or_restart(t, tau, q)
         detector = self.detector
-        obs_event, _, contact_event, joint, _ = observe_contact(
-            self.observer, detector, self._wrench, t, momentum.p, momentum.ct, terms.g, tau,
-            qd, terms.J)
-        r = self.observer.residual_buffer
-        live = self.live
-        live.t, live.residual, live.F = float(t), r, self._wrench.F
-        live.event = event or obs_event
-        live.in_contact, live.joint = detector.in_contact, joint
-        live.link = detector.topology.joint_link[joint] if joint >= 0 else ""
-        live.detection_time, live.residual_norm = detector.detection_time, detector.residual_norm
+        t, obs_event, _, contact_event, joint, _, norm = observe_contact_norm(
+            observer, detector, self._wrench, t, momentum.p, momentum.ct, terms.g, tau, qd,
+            terms.J)
+        live = self.live                 # (residual and F: the same buffers every sample)
+        live.t, live.event = t, event or obs_event
+        in_contact = detector.in_contact
+        live.in_contact, live.joint, live.link = in_contact, joint, self._links[joint]
+        live.detection_time, live.residual_norm = detector.detection_time, norm
         live.contact_event = EVENTS[contact_event]
         live.point = None
-        if detector.in_contact and self.options.contact_point:
-            live.point = contact_point(self.model, q, r, live.link, topology=detector.topology)
+        if in_contact and self.options.contact_point:
+            live.point = contact_point(self.model, q, live.residual, live.link,
+                                       topology=detector.topology)
         return live
 
     def _stale_or_restart(self, t: float, tau, q) -> Optional[str]:

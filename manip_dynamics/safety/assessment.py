@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..core.errors import InputError
-from ..core.dynamics.launch import _direct
+from ..core.dynamics.launch import direct_call
 from . import kernel as K
 from .limits import permissible_force, permissible_speed, simplified_robot_mass
 from .points import PointKinematics, PointMotion
@@ -78,8 +78,8 @@ class SafetyMonitor:
         kin.check_table(table)
         q, qd = kin.state(q, qd)
         F, m_H, k = self._limit
-        status, worst = _direct(K.assess_points, (kin._bodies, q, qd, kin._fb, kin._X, F, m_H,
-                                                  k, table))
+        status, worst = direct_call(K.assess_points, (kin._bodies, q, qd, kin._fb, kin._X, F,
+                                                      m_H, k, table))
         if status != K.OK:
             kin.refuse(q, qd)
         top = table[worst, K.RATIO]

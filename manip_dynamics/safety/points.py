@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..core.errors import InputError, NonFiniteResultError
-from ..core.dynamics.launch import _direct
+from ..core.dynamics.launch import direct_call
 from . import kernel as K
 
 
@@ -111,14 +111,14 @@ class PointKinematics:
             X.append(X_body_point)
         self._fb = np.array(fb, dtype=np.int64)
         self._X = np.ascontiguousarray(X, dtype=np.float64)
-        self._bodies = model._bodies        # the core's body table, what its kernels read
+        self._bodies = model.body_table     # the core's body table, what its kernels read
         self.table_shape = (len(self.points), K.COLUMNS)
 
     def motion(self, q, qd):
         """PointMotion of every point at (q, qd), (n,) each (views of a new table)."""
         table = np.empty(self.table_shape)
         q, qd = self.state(q, qd)
-        status = _direct(K.point_table, (self._bodies, q, qd, self._fb, self._X, table))
+        status = direct_call(K.point_table, (self._bodies, q, qd, self._fb, self._X, table))
         if status != K.OK:
             self.refuse(q, qd)
         return PointMotion.from_table(table)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import os
 import threading
 import time
 
@@ -779,3 +780,48 @@ def test_contact_fallback_messages_equal_the_layouts(ros_node):
             np.testing.assert_array_equal(c.external_torques, torques.effort)
             assert c.external_wrench == wrench.wrench and c.wrench_frame == tips[s]
     assert in_contact == {(False, False), (True, True)}
+
+
+def test_contact_markers_are_built_only_while_someone_subscribes(ros_node, monkeypatch):
+    """~/contact_markers is built only while the topic has a subscriber: a DynamicsNode in
+    this process (real rclpy, its callback called directly), observer.markers_rate 50 Hz,
+    states 5 ms apart entering contact: no MarkerArray is built while nobody subscribes
+    (markers due ~10 times, and the contact entered); with a subscriber the due markers
+    are built and arrive over DDS."""
+    import manip_dynamics.nodes.contact_outputs as contact_outputs
+    from manip_dynamics.nodes.dynamics_node import DynamicsNode
+
+    built = []
+    real = contact_outputs.contact_markers
+    monkeypatch.setattr(contact_outputs, "contact_markers",
+                        lambda *a, **k: built.append(1) or real(*a, **k))
+    ns = f"/markers_gate_{os.getpid()}"
+    node = DynamicsNode(context=ros_node.context, cli_args=[
+        "--ros-args", "-r", f"__ns:={ns}", "-p", f"urdf_file:={PANDA}",
+        "-p", "outputs.inertia_markers.enabled:=false", "-p", "observer.markers_rate:=50.0"])
+    try:
+        msg = JointState(name=JOINTS, position=Q.tolist(), velocity=[0.0] * 7,
+                         effort=(G - TAU_EXT).tolist())
+
+        def states(count):
+            contact = []
+            for _ in range(count):
+                msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(time.time_ns(),
+                                                                        10 ** 9)
+                node._on_joint_states(msg)
+                contact.append(node.contact_outputs._monitor.live.in_contact)
+                time.sleep(0.005)
+            return contact
+
+        assert any(states(40)) and built == []          # contact entered, nobody drawn
+        got = []
+        ros_node.create_subscription(MarkerArray, f"{ns}/dynamics_node/contact_markers",
+                                     got.append, 10)
+        ros_utils.wait_for(lambda: node.contact_outputs.markers_pub.get_subscription_count())
+        states(40)
+        assert len(built) >= 3
+        ros_utils.wait_for(lambda: len(got) >= 2)
+        assert {m.ns for m in got[-1].markers} == {"tip_force", "isolated_link",
+                                                    "contact_point"}
+    finally:
+        node.destroy_node()

@@ -13,6 +13,7 @@ Only RobotModel's public API is used (jacobian, frame_pose, frame_names, joint_n
 """
 from __future__ import annotations
 
+import math
 from collections import namedtuple
 
 import numpy as np
@@ -21,7 +22,7 @@ from numba import njit
 from ..dynamics.kernels import cho_solve, cholesky
 from ..dynamics.kernels.symmetric_eigen import symmetric_eigenvalues
 from ..errors import InputError
-from .observer import _positive_vector, _step_in_place
+from .observer import MODES, _positive_vector, _step_in_place, finite_vector
 
 # ============================================================================ tip wrench
 WrenchEstimate = namedtuple("WrenchEstimate", "F sigma damped")
@@ -365,29 +366,54 @@ def observe_contact(observer, detector, solver, t, p, ct, g, tau, qd, J):
     Jacobian. -> (observer event, dt, contact event code, isolated joint, damped);
     the results in ``observer.residual_buffer``, the detector's state and
     ``solver.F`` / ``solver.sigma``. InputError (nothing changed) as update_terms."""
-    t, integrate, dt, event = observer.begin_terms(t, tau)
-    flags = detector._flags
-    flags[0] = detector.in_contact
-    _observe_contact(integrate, observer._held, observer._total, observer.friction,
-                     observer._friction_coef, p, ct, g, tau, qd, dt if integrate else 1.0,
-                     observer._terms_state, observer.bias, J, detector._kernel_args,
-                     solver._kernel_args)
-    observer.end_terms(t)
-    code, joint = detector._detected(t)
-    return event, dt, code, joint, solver._solved(flags[3])
+    return observe_contact_norm(observer, detector, solver, t, p, ct, g, tau, qd, J)[1:6]
+
+
+def observe_contact_norm(observer, detector, solver, t, p, ct, g, tau, qd, J):
+    """:func:`observe_contact` -> (t as float, observer event, dt, contact event code,
+    isolated joint, damped, ||r - bias||): the per-state path of
+    rules.contact_monitor.ContactMonitor.update_terms. The Python around the kernel: the
+    checks of t and tau's type and shape and the gap rule's choice
+    (``MomentumObserver._begin_mode``: one branch for a regular step); tau's finiteness,
+    the gap rule's r = 0, the in-contact flag and the results come through the kernel's
+    arguments and its returned tuple."""
+    t, mode, dt = observer._begin_mode(t, tau)
+    event, joint, code, norm = _observe_contact(
+        mode, detector.in_contact, *observer._mode_args, observer.bias, p, ct, g, tau, qd,
+        dt if mode == 1 else 1.0, J, detector._kernel_args, solver._kernel_args)
+    if event < 0:                     # a non-finite tau: nothing was written
+        observer._checked_tau(tau, observer._shape)
+        raise InputError(f"tau must be finite, got {tau!r}")      # (raised above)
+    observer._end_mode(t, mode)
+    if event == 1:
+        detector.in_contact, detector.detection_time = True, t
+    elif event == 2:
+        detector.in_contact, detector.detection_time = False, math.nan
+    solver._sigma_pending = code == 0
+    return t, MODES[mode], dt, event, joint, code == 2, norm
 
 
 @njit(**_JIT)
-def _observe_contact(integrate, held, total, friction, coef, p, ct, g, tau, qd, h, state,
-                     bias, J, detector_args, solver_args):
-    """_step_in_place, then _detect and _wrench on its residual (state[5]); _wrench's
-    code into the detector's flags[3]."""
-    _step_in_place(integrate, held, total, friction, coef, p, ct, g, tau, qd, h, state, bias)
+def _observe_contact(mode, in_contact, held, total, friction, coef, state, bias, p, ct, g, tau,
+                     qd, h, J, detector_args, solver_args):
+    """When tau is finite: r = 0 for mode 3 (gap_reset), _step_in_place (integrating for
+    mode 1, step), then _detect (in_contact in) and _wrench on its residual (state[5]);
+    -> (contact event code, isolated joint, _wrench's code, ||r - bias||), _wrench's code
+    also in the detector's flags[3]. A non-finite tau: (-1, -1, -1, nan), nothing
+    written."""
+    if not finite_vector(tau):
+        return -1, -1, -1, np.nan
+    if mode == 3:
+        state[0, :] = 0.0
+    _step_in_place(mode == 1, held, total, friction, coef, p, ct, g, tau, qd, h, state, bias)
     residual = state[5]
     thresholds, below, flags, norm = detector_args
+    flags[0] = 1 if in_contact else 0
     _detect(residual, thresholds, below, flags, norm)
     eps, out, mats, vecs = solver_args
-    flags[3] = _wrench(J, residual, eps, out, mats, vecs)
+    code = _wrench(J, residual, eps, out, mats, vecs)
+    flags[3] = code
+    return flags[1], flags[2], code, norm[0]
 
 
 # ============================================================================ contact point

@@ -95,6 +95,8 @@ from ..errors import InputError
 EFFORT_MEANINGS = ("total", "minus_gravity")
 EFFORT_TIMINGS = ("sampled", "held")
 GAP_POLICIES = ("bridge", "reset")
+MODES = ("start", "step", "gap_bridged", "gap_reset")    # observe_contact's step modes
+_F64 = np.dtype(np.float64)
 
 ObserverStep = namedtuple("ObserverStep", "residual event dt")
 ObserverStep.__doc__ = """Result of one :meth:`MomentumObserver.update`.
@@ -160,11 +162,17 @@ class MomentumObserver:
         # beta, tau of the last sample, expm1(-K_O h) = -(1 - a) of the step, r - bias
         self._terms_state = np.zeros((6, self.n))
         self._buffers = tuple(self._terms_state)
+        self._expm1 = self._buffers[4]
+        self._shape = self.gains.shape
         self._neg_gains = -self.gains
         # [viscous; coulomb] (2, n) of the model when friction is subtracted, else zeros
         self._friction_coef = np.array([model.viscous, model.coulomb] if self.friction
                                        else np.zeros((2, self.n)), dtype=float)
         self._held, self._total = self.timing == "held", self.effort == "total"
+        # observe_contact's kernel arguments that never change: held, total, friction, coef,
+        # the (6, n) buffers
+        self._mode_args = (self._held, self._total, self.friction, self._friction_coef,
+                           self._terms_state)
         self.reset()
 
     # ------------------------------------------------------------------ state
@@ -267,7 +275,8 @@ class MomentumObserver:
 
     def begin_terms(self, t, tau):
         """The part of :meth:`update_terms` before its kernel (for callers that run the
-        step inside a larger kernel: core.contact.observe_contact): checks t and tau
+        step inside a larger kernel; core.contact.observe_contact uses :meth:`_begin_mode`,
+        which leaves tau's finiteness and the gap's r = 0 to its kernel): checks t and tau
         (InputError, state unchanged), applies the gap rule (counts the gap; r = 0 for
         "reset") and writes expm1(-K_O h) of a step into its buffer. -> (t as float,
         integrate, dt, event); then run :func:`_step_in_place` (h = dt if integrate else
@@ -296,6 +305,52 @@ class MomentumObserver:
     def end_terms(self, t):
         """After :meth:`begin_terms` and the step: the sample at t is the last one, its p,
         beta and tau in the buffers."""
+        buffers = self._buffers
+        self._t, self._p, self._beta, self._tau = t, buffers[1], buffers[2], buffers[3]
+
+    def _begin_mode(self, t, tau):
+        """:meth:`begin_terms` for :func:`core.contact.observe_contact`, whose kernel checks
+        that tau is finite and applies the gap rule's effect on r (so that a refused tau
+        changes nothing): -> (t as float, mode, dt), mode an index of :data:`MODES`
+        ("start", "step", "gap_bridged", "gap_reset"); for "step", expm1(-K_O h) written
+        into its buffer. Then the kernel and :meth:`_end_mode`. The common sample (a float
+        t, 0 < t - t_last <= max_dt, tau a float64 (n,) array, the buffers adopted) takes
+        the first branch; any other goes through begin_terms' checks, which raise the same
+        InputErrors."""
+        last = self._t
+        if (isinstance(t, float) and last is not None and type(tau) is np.ndarray
+                and tau.dtype is _F64 and tau.shape == self._shape and self._adopted()):
+            t = float(t)
+            dt = t - last
+            if 0.0 < dt <= self.max_dt:
+                e = self._expm1
+                np.expm1(np.multiply(self._neg_gains, dt, out=e), out=e)
+                return t, 1, dt
+        t = self._checked_time(t)
+        if not (type(tau) is np.ndarray and tau.dtype == np.float64
+                and tau.shape == self._shape and finite_vector(tau)):
+            self._checked_tau(tau, self._shape)
+            raise InputError(f"tau must be a float64 array of shape {self._shape}")
+        if not self._adopted():
+            self._adopt_buffers()
+        if last is None:
+            return t, 0, math.nan
+        dt = t - last
+        if dt > self.max_dt:
+            return t, (3 if self.gap == "reset" else 2), dt
+        e = self._expm1
+        np.expm1(np.multiply(self._neg_gains, dt, out=e), out=e)
+        return t, 1, dt
+
+    def _adopted(self):
+        buffers = self._buffers
+        return self._r is buffers[0] and self._p is buffers[1]
+
+    def _end_mode(self, t, mode):
+        """After :meth:`_begin_mode` and a kernel that accepted the sample: the gap counted,
+        the sample at t the last one."""
+        if mode > 1:
+            self.gaps += 1
         buffers = self._buffers
         self._t, self._p, self._beta, self._tau = t, buffers[1], buffers[2], buffers[3]
 

@@ -121,9 +121,12 @@ def check_direct_calls(on: bool) -> None:
         _entries.clear()      # made again at each kernel's next call, in the new mode
 
 
-def _direct(kernel, args):
-    """kernel(*args) through its compiled entry point for the types of ``args`` (see above).
-    The first call per kernel goes through the dispatcher (compiling or loading the cache)."""
+def direct_call(kernel, args):
+    """kernel(*args) (a numba dispatcher, args a tuple) through its compiled entry point for
+    the types of ``args`` (see above): for callers that pass a kernel arguments of the
+    same numba types on every call (the first call's types; other types are read with
+    the wrong layout unless :func:`check_direct_calls` is on). The first call per kernel
+    goes through the dispatcher (compiling or loading the cache)."""
     entry = _entries.get(kernel)
     if entry is not None:
         return entry(*args)
@@ -132,6 +135,9 @@ def _direct(kernel, args):
     entry = kernel.overloads[sig].entry_point
     _entries[kernel] = _checked(kernel, entry, _mutable(sig)) if _check_direct[0] else entry
     return result
+
+
+_direct = direct_call          # (the core's own name for it)
 
 
 def _checked(kernel, entry, expected):

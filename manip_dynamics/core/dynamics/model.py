@@ -156,6 +156,18 @@ class RobotModel:
     body_joint_names = property(lambda self: self._s.full_joint_names, doc=(
         "the joint moving each body of body_links (same order; mimic joints included)"))
 
+    @property
+    def body_table(self):
+        """The body table the numba kernels read (not a copy; read-only): a (nb,)
+        structured array of dtype ``core.dynamics.bodies.BODY``, one row per moving body in
+        :attr:`body_links` order, with fields parent, jtype, q_index (int64), axis (3,),
+        R_tree (3, 3), p_tree (3,) (the joint's placement in its parent body's frame, m),
+        mimic_multiplier, mimic_offset, mass (kg), com (3,) m and I_com (3, 3) kg m^2 in
+        body axes, lumped links and payloads included (the fields: bodies.py). For kernels
+        outside the core that take the model's bodies (manip_dynamics.safety);
+        :meth:`body_inertias` gives the inertias as plain copies."""
+        return self._bodies
+
     def frame_body(self, frame):
         """(b, X_body_frame): index into body_links of the body carrying link ``frame`` (-1 if
         fixed to the root) and the link's constant 4x4 pose in that body's frame (a copy)."""
