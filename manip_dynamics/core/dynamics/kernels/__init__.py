@@ -49,9 +49,9 @@ crm(v{i})*vJ``;  ``a_grav``            V[i] x S[i] qd[i]``;  ``Vd_root = [-g; 0]
 
 Modules, by what the code does: :mod:`.options` (numba options, status codes, flags),
 :mod:`.spatial` (spatial algebra, the Workspace), :mod:`.coordinates` (mimic joints),
-:mod:`.kinematics`, :mod:`.passes` (RNEA, CRBA, Coriolis), :mod:`.linalg` (Cholesky,
-solves, the condition-number rule), :mod:`.batches` (batch and one-state entry points),
-:mod:`.bundle` (the per-state bundle), :mod:`.trig` (sin and cos together) and
+:mod:`.kinematics`, :mod:`.passes` (RNEA, CRBA, Coriolis), :mod:`.linalg` (Gram matrices,
+Cholesky, solves, the condition-number rule), :mod:`.batches` (batch and one-state entry
+points), :mod:`.bundle` (the per-state bundle), :mod:`.trig` (sin and cos together) and
 :mod:`.symmetric_eigen` (eigenvalues of small symmetric matrices).
 
 May import: numpy, numba and :mod:`manip_dynamics.core.dynamics.bodies` (the body table's
@@ -114,7 +114,7 @@ from .passes import (apply_external_wrench, coriolis_full, crba, crba_in_place, 
                      inverse_dynamics_state, mass_matrix, rnea_backward, rnea_forward,
                      velocity_pass)
 from .linalg import (all_finite, cho_solve, cholesky, condition_number, damped_inverse_gain,
-                     solve_lower, solve_upper_t, spd_condition_number)
+                     gram, solve_lower, solve_upper_t, spd_condition_number)
 from .batches import (batch_bias_acceleration, batch_coriolis, batch_coriolis_matrix,
                       batch_coriolis_threads, batch_energy, batch_forward_dynamics, batch_gravity,
                       batch_gravity_threads, batch_kinematics, batch_kinematics_threads,
