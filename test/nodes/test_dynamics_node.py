@@ -890,10 +890,17 @@ def test_clock_jumping_back_restarts_the_stamp_order(node_process, module_ros_no
         # The node's clock must be at 1000 before it goes back to 400: with no /clock yet
         # its time is 0, and a first /clock of 400 would be a jump forward, not back. /clock
         # is best effort (a message sent before the node's reader matched this publisher is
-        # dropped): repeated until the node's /diagnostics, stamped with its clock (the 1 Hz
-        # timer runs on sim time and fires on the jump), say 1000.
-        ros_utils.wait_for(lambda: clock.publish(at(1000)) or 1000 * 10**9 in node_times,
-                           timeout=60.0, interval=0.2,
+        # dropped): sent until the node's /diagnostics, stamped with its clock, show one of
+        # the times sent. Each /clock is 1 s on, so the 1 Hz diagnostics timer (on sim
+        # time) fires for each one the node gets, not only once; answered(1000) then sets
+        # the clock back to 1000 (a jump back of a few seconds, before any state).
+        sent = []
+
+        def clock_reached():
+            sent.append(1000 + len(sent))
+            clock.publish(at(sent[-1]))
+            return any(t in {s * 10**9 for s in sent} for t in node_times)
+        ros_utils.wait_for(clock_reached, timeout=60.0, interval=0.2,
                            message="the node's clock did not reach 1000 s")
         answered(1000)
         # Same clock: an older stamp is out of order ...
