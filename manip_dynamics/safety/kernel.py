@@ -34,8 +34,8 @@ import numpy as np
 from numba import njit
 
 from ..core.dynamics.kernels import (BAD_INPUT, NOT_POSITIVE_DEFINITE, OK, OVERFLOW, all_finite,
-                            cholesky, frame_jacobian, frame_pose, mass_matrix, solve_lower,
-                            state_kinematics, workspace)
+                            cholesky, frame_jacobian, frame_pose, gram, mass_matrix,
+                            solve_lower, state_kinematics, workspace)
 from ..core.dynamics.kernels.symmetric_eigen import symmetric_eigenvalues
 
 _JIT = dict(cache=True, nogil=True, fastmath=False, error_model="numpy")
@@ -128,13 +128,7 @@ def _point_row(J6, L, qd, p, Yp, A, u, row):
         u[r] = v
         speed2 += v * v
         solve_lower(L, Yp[r])                 # row r of Y^T: L^-1 (row r of J_p)
-    for r in range(3):
-        for c in range(r + 1):
-            acc = 0.0
-            for j in range(n):
-                acc += Yp[r, j] * Yp[c, j]
-            A[r, c] = acc
-            A[c, r] = acc
+    gram(Yp, A)                               # A = Y^T Y (Yp = Y^T, 3 x n)
     speed = math.sqrt(speed2)
     if not (all_finite(A) and all_finite(p) and speed * 0.0 == 0.0):
         return False

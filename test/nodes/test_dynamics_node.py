@@ -846,15 +846,21 @@ def test_bad_start_up_configuration_exits_with_a_reason(node_process, args, logg
     assert "cannot start" in log and logged in log, log
 
 
-@pytest.mark.timeout(300)      # start-up (90 s) and two answers (60 s each) at the worst
+@pytest.mark.timeout(300)      # start-up (90 s), the clock (60 s), two answers (60 s each)
 def test_clock_jumping_back_restarts_the_stamp_order(node_process, module_ros_node):
     """With use_sim_time, a simulation restart (/clock going back) is not 'out of order'."""
+    from diagnostic_msgs.msg import DiagnosticArray
     from rosgraph_msgs.msg import Clock
 
     proc = node_process([MODULE, "--ros-args", "-r", "__ns:=/sim", "-p", "use_sim_time:=true",
                          "-p", f"urdf_file:={PLANAR_2R}"])
     probe = Probe(module_ros_node, "/sim", proc)
     clock = module_ros_node.create_publisher(Clock, "/clock", 10)
+    node_times = []     # the node's clock: the stamps of its /diagnostics (1 Hz in sim time)
+    diagnostics = module_ros_node.create_subscription(
+        DiagnosticArray, "/diagnostics",
+        lambda msg: node_times.append(stamp_ns(msg.header))
+        if msg.status and msg.status[0].hardware_id == "/sim/dynamics_node" else None, 10)
     try:
         def at(sec):
             msg = Clock()
@@ -863,9 +869,9 @@ def test_clock_jumping_back_restarts_the_stamp_order(node_process, module_ros_no
 
         def answered(sec, timeout=60.0):
             """/clock and joint_states at ``sec`` until answered: each answer waited for
-            2 s, and the whole for up to ``timeout`` s (the margins of Probe.roundtrip
-            and of a node start-up on a busy machine). A late answer is not lost: every
-            attempt has the same stamp, and the probe keeps outputs by stamp."""
+            2 s, and the whole for up to ``timeout`` s (the margin of Probe.roundtrip on a
+            busy machine; the node's start-up is not in it). A late answer is not lost:
+            every attempt has the same stamp, and the probe keeps outputs by stamp."""
             deadline = time.monotonic() + timeout
             while True:
                 clock.publish(at(sec))
@@ -878,19 +884,25 @@ def test_clock_jumping_back_restarts_the_stamp_order(node_process, module_ros_no
                         raise TimeoutError(f"no answer at sim time {sec} within {timeout} s\n"
                                            + probe.log(40)) from None
 
+        # The node up first: its /clock subscription exists from the start, its joint_states
+        # subscription only after the model's compile (tens of seconds on a busy machine),
+        # which the answers' budget must not pay for.
+        probe.wait_up()
         # The node's clock must be at 1000 before it goes back to 400: with no /clock yet
-        # its time is 0, and a first /clock of 400 would be a jump forward, not back.
-        # (this node's own /clock subscription seen, and the publisher matched to every
-        # /clock subscription: other processes may have one)
-        def clock_matched():
-            subs = module_ros_node.get_subscriptions_info_by_topic("/clock")
-            ours = any((i.node_namespace, i.node_name) == ("/sim", "dynamics_node")
-                       for i in subs)
-            return ours and clock.get_subscription_count() >= len(subs)
-        ros_utils.wait_for(clock_matched, timeout=90.0)   # (start-up on a busy machine)
-        for _ in range(3):
-            clock.publish(at(1000))
-            time.sleep(0.1)
+        # its time is 0, and a first /clock of 400 would be a jump forward, not back. /clock
+        # is best effort (a message sent before the node's reader matched this publisher is
+        # dropped): sent until the node's /diagnostics, stamped with its clock, show one of
+        # the times sent. Each /clock is 1 s on, so the 1 Hz diagnostics timer (on sim
+        # time) fires for each one the node gets, not only once; answered(1000) then sets
+        # the clock back to 1000 (a jump back of a few seconds, before any state).
+        sent = []
+
+        def clock_reached():
+            sent.append(1000 + len(sent))
+            clock.publish(at(sent[-1]))
+            return any(t in {s * 10**9 for s in sent} for t in node_times)
+        ros_utils.wait_for(clock_reached, timeout=60.0, interval=0.2,
+                           message="the node's clock did not reach 1000 s")
         answered(1000)
         # Same clock: an older stamp is out of order ...
         mark = probe.log_mark()
@@ -900,5 +912,6 @@ def test_clock_jumping_back_restarts_the_stamp_order(node_process, module_ros_no
         answered(400)
         assert probe.get("dynamics", older) is None
     finally:
+        module_ros_node.destroy_subscription(diagnostics)
         module_ros_node.destroy_publisher(clock)
         probe.close()

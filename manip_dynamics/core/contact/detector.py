@@ -19,7 +19,7 @@ from collections import namedtuple
 import numpy as np
 from numba import njit
 
-from ..dynamics.kernels import cho_solve, cholesky
+from ..dynamics.kernels import cho_solve, cholesky, gram
 from ..dynamics.kernels.symmetric_eigen import symmetric_eigenvalues
 from ..errors import InputError
 from .observer import MODES, _positive_vector, _step_in_place, finite_vector
@@ -300,15 +300,10 @@ def _wrench(J, r, eps, out, mats, vecs):
     k, n = J.shape
     if n >= k:
         shift = eps * eps * (1.0 + 1e-6)
+        gram(J, G)
         for a in range(k):
-            for b in range(a + 1):
-                acc = 0.0
-                for m in range(n):
-                    acc += J[a, m] * J[b, m]
-                G[a, b] = acc
-                G[b, a] = acc
-                W[a, b] = acc
-                W[b, a] = acc
+            for b in range(k):
+                W[a, b] = G[a, b]
             W[a, a] = G[a, a] - shift
         if cholesky(W, L) and cholesky(G, L):
             for a in range(k):

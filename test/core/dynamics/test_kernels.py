@@ -119,6 +119,29 @@ def test_unknown_joint_type_is_refused_by_the_kernels():
     np.testing.assert_allclose(M[0], arm.mass_matrix(np.zeros(3)))
 
 
+def test_gram_against_numpy_and_its_summation_order():
+    """gram(Y, out): out[:k, :k] = Y Y^T within the dot-product bound m eps |Y| |Y|^T of
+    numpy's, exactly symmetric, out beyond [:k, :k] untouched; and, as documented (the
+    contact detector and the safety kernel rely on its bits), each entry is one running
+    sum in index order: equal to the bit to plain Python floats added left to right."""
+    rng = np.random.default_rng(7)
+    for k, m in ((1, 1), (3, 1), (3, 7), (6, 6), (6, 9), (6, 29), (2, 43)):
+        Y = rng.normal(size=(k, m)) * np.exp(rng.uniform(-5, 5, size=(k, m)))
+        out = np.full((k + 1, k + 2), 7.0)
+        K.gram(Y, out)
+        G = out[:k, :k]
+        bound = m * 2.2e-16 * (np.abs(Y) @ np.abs(Y).T)
+        assert np.all(np.abs(G - Y @ Y.T) <= bound)
+        assert np.array_equal(G, G.T)
+        assert np.all(out[k:, :] == 7.0) and np.all(out[:, k:] == 7.0)
+        for a in range(k):
+            for b in range(k):
+                acc = 0.0
+                for j in range(m):
+                    acc += float(Y[a, j]) * float(Y[b, j])
+                assert G[a, b] == acc
+
+
 def test_linear_algebra_helpers_against_numpy():
     """cholesky, the triangular solves and inverse_from_cholesky (Lambda = A^-1 in every
     bundle) against numpy for SPD matrices of sizes 1-43 (lengths around the four-way

@@ -49,9 +49,9 @@ crm(v{i})*vJ``;  ``a_grav``            V[i] x S[i] qd[i]``;  ``Vd_root = [-g; 0]
 
 Modules, by what the code does: :mod:`.options` (numba options, status codes, flags),
 :mod:`.spatial` (spatial algebra, the Workspace), :mod:`.coordinates` (mimic joints),
-:mod:`.kinematics`, :mod:`.passes` (RNEA, CRBA, Coriolis), :mod:`.linalg` (Cholesky,
-solves, the condition-number rule), :mod:`.batches` (batch and one-state entry points),
-:mod:`.bundle` (the per-state bundle), :mod:`.trig` (sin and cos together) and
+:mod:`.kinematics`, :mod:`.passes` (RNEA, CRBA, Coriolis), :mod:`.linalg` (Gram matrices,
+Cholesky, solves, the condition-number rule), :mod:`.batches` (batch and one-state entry
+points), :mod:`.bundle` (the per-state bundle), :mod:`.trig` (sin and cos together) and
 :mod:`.symmetric_eigen` (eigenvalues of small symmetric matrices).
 
 May import: numpy, numba and :mod:`manip_dynamics.core.dynamics.bodies` (the body table's
@@ -62,24 +62,39 @@ import hashlib
 from pathlib import Path
 
 
-def _drop_stale_cache(folder=Path(__file__).parent):
-    """Remove this folder's numba cache when any source of the kernels changed.
+# The numba modules outside this folder whose kernels call kernels from here (paths below
+# the package, manip_dynamics/): numba compiles those callees into the callers' cache
+# entries too, so the callers' entries are dropped with this folder's cache.
+_CALLERS = ("core/contact/detector.py", "core/contact/observer.py", "safety/kernel.py")
+
+
+def _drop_stale_cache(folder=Path(__file__).parent, callers=_CALLERS):
+    """Remove this folder's numba cache, and the cache entries of ``callers``, when any
+    source of the kernels changed.
 
     numba (``cache=True``) invalidates a function's cached machine code only when the file
     that defines it changes, but a kernel here is compiled together with the kernels it
     calls from the neighbouring files (and the joint types of ``bodies.py``): an edit of
-    ``linalg.cholesky`` would leave the bundle's cached copy stale. So one SHA-256 of all
-    those sources is kept next to the cache (``__pycache__/kernel_sources.sha256``); when
-    it differs, the cache files go and numba compiles afresh. A read-only install (numba
-    then caches elsewhere) is left alone."""
+    ``linalg.cholesky`` would leave the bundle's cached copy stale, and so the cached
+    copies in the modules that call kernels from here (``callers``: files below the
+    package folder, three levels above this one; e.g. ``contact/detector.py`` calls
+    ``cholesky``). So one SHA-256 of this folder's sources and ``bodies.py`` is kept next
+    to the cache (``__pycache__/kernel_sources.sha256``); when it differs, this folder's
+    cache files and the callers' (``<module>.*.nbi`` / ``.nbc`` in the ``__pycache__``
+    beside each) go and numba compiles them afresh. A cache elsewhere (a read-only
+    install, or ``NUMBA_CACHE_DIR``) is not touched."""
     sources = sorted(folder.glob("*.py")) + [folder.parent / "bodies.py"]
     digest = hashlib.sha256(b"".join(p.read_bytes() for p in sources)).hexdigest()
     cache = folder / "__pycache__"
     stamp = cache / "kernel_sources.sha256"
     if stamp.is_file() and stamp.read_text() == digest:
         return
+    package = folder.parents[2]
     try:
-        for f in [*cache.glob("*.nbi"), *cache.glob("*.nbc")]:
+        entries = [*cache.glob("*.nbi"), *cache.glob("*.nbc")]
+        for caller in map(package.joinpath, callers):
+            entries += caller.parent.glob(f"__pycache__/{caller.stem}.*.nb[ic]")
+        for f in entries:
             f.unlink(missing_ok=True)
         cache.mkdir(exist_ok=True)
         stamp.write_text(digest)
@@ -99,7 +114,7 @@ from .passes import (apply_external_wrench, coriolis_full, crba, crba_in_place, 
                      inverse_dynamics_state, mass_matrix, rnea_backward, rnea_forward,
                      velocity_pass)
 from .linalg import (all_finite, cho_solve, cholesky, condition_number, damped_inverse_gain,
-                     solve_lower, solve_upper_t, spd_condition_number)
+                     gram, solve_lower, solve_upper_t, spd_condition_number)
 from .batches import (batch_bias_acceleration, batch_coriolis, batch_coriolis_matrix,
                       batch_coriolis_threads, batch_energy, batch_forward_dynamics, batch_gravity,
                       batch_gravity_threads, batch_kinematics, batch_kinematics_threads,

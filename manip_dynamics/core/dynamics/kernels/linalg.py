@@ -1,5 +1,6 @@
-"""Dense linear algebra of small matrices without LAPACK: finiteness, Cholesky and its
-triangular solves, damped inverse gains, and the condition-number rule of the package."""
+"""Dense linear algebra of small matrices without LAPACK: finiteness, Gram matrices,
+Cholesky and its triangular solves, damped inverse gains, and the condition-number rule of
+the package."""
 
 import numpy as np
 from numba import njit
@@ -26,6 +27,22 @@ def damped_inverse_gain(s, d):
         return 0.0
     e = 1.0 / (s + d * (d / s))
     return e if e * 0.0 == 0.0 else 0.0
+
+
+@njit(**_DRIVER)
+def gram(Y, out):
+    """out[:k, :k] = Y Y^T of Y (k, m): out[a, b] = sum_j Y[a, j] Y[b, j], one running sum
+    in index order j = 0 .. m-1 (no partial sums: callers rely on these exact bits); the
+    lower triangle is computed and mirrored, so out is exactly symmetric. out (>= k, >= k)
+    keeps whatever lies outside [:k, :k]."""
+    k, m = Y.shape
+    for a in range(k):
+        for b in range(a + 1):
+            acc = 0.0
+            for j in range(m):
+                acc += Y[a, j] * Y[b, j]
+            out[a, b] = acc
+            out[b, a] = acc
 
 
 # The dot products below keep four partial sums: one running sum is a chain of dependent
