@@ -398,8 +398,14 @@ class Phase:
                                                      "/dynamics_node/inertia_markers",
                                                      self._marker, 10, raw=raw)]
         unread = set(getattr(args, "unread", "").split(",")) - {""}
+        # --output-qos best_effort: the untimed outputs read as a consumer with
+        # SensorDataQoS would (the writer stays reliable; the delivery to this reader is not)
+        output_qos = 10
+        if getattr(args, "output_qos", "reliable") == "best_effort":
+            from rclpy.qos import ReliabilityPolicy
+            output_qos = QoSProfile(depth=10, reliability=ReliabilityPolicy.BEST_EFFORT)
         self.output_subs += [node.create_subscription(t, f"/dynamics_node/{name}",
-                                                      lambda msg: None, 10, raw=raw)
+                                                      lambda msg: None, output_qos, raw=raw)
                              for name, t in (("gravity_torques", JointState),
                                              ("coriolis_torques", JointState),
                                              ("gravity_command", Float64MultiArray),
@@ -901,6 +907,9 @@ def main() -> int:
                     help="outputs the driver does not subscribe to (comma-separated, e.g. "
                          "external_torques,external_wrench,contact): the node does not "
                          "publish them, so a phase shows what their DDS writes cost")
+    ap.add_argument("--output-qos", choices=["reliable", "best_effort"], default="reliable",
+                    help="the reliability the driver reads the untimed outputs with "
+                         "(best_effort: as a consumer with SensorDataQoS)")
     ap.add_argument("--tag", default="", help="a label stored with the --json results")
     ap.add_argument("--json", metavar="PATH", help="also append the results to PATH (JSON lines)")
     ap.add_argument("--serve", choices=["single", "events", "multi"], help=argparse.SUPPRESS)
