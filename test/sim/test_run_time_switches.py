@@ -77,6 +77,9 @@ def test_reset_and_lockstep_switches_while_a_controller_holds_the_arm(node_proce
     node_process(["manip_dynamics.nodes.computed_torque_controller", "--ros-args",
                   "-p", "mode:=gravity"])
     ros_utils.wait_for_message(ros_node, Dynamics, "dynamics_node/dynamics", timeout=300.0)
+    # the loop closed: the controller's commands arrive (a reset before that is a reset
+    # with nobody holding the arm)
+    ros_utils.collect_messages(ros_node, JointState, "effort_command", 50, timeout=60.0)
     record = Record(ros_node)
 
     states, _ = record.over(lambda: _set(ros_node, "arm_simulator", initial_positions=Q1), 100)
