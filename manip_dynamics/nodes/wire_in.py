@@ -105,7 +105,7 @@ class JointStateReader:
         if previous is not None and data[start:start + len(previous)] == previous:
             return start + len(previous)     # (the same bytes at a 4-aligned offset read alike)
         count = _count(data, start, 4 + 1, "name")      # each name: length and at least a NUL
-        raws = []
+        raws, starts = [], []
         at = start + 4
         for i in range(count):
             at += -at & 3
@@ -114,9 +114,10 @@ class JointStateReader:
                                  f"{len(data)}-byte message")
             (length,) = _U32.unpack_from(data, at)
             raws.append(data[at + 4:_string_end(data, at + 4, length, f"name[{i}]")])
+            starts.append(at + 4)
             at += 4 + length
         if raws != self._names_raw:
-            self._names = tuple(_decode(raw, f"name[{i}]", start)
+            self._names = tuple(_decode(raw, f"name[{i}]", starts[i])
                                 for i, raw in enumerate(raws))
             self._names_raw = raws
         self._names_bytes = data[start:at]
