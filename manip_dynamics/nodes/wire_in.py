@@ -28,7 +28,6 @@ import struct
 from typing import Optional
 
 import numpy as np
-from builtin_interfaces.msg import Time
 from std_msgs.msg import Header
 
 from manip_dynamics.core.errors import InputError
@@ -87,7 +86,9 @@ class JointStateReader:
         if raw != self._frame_bytes:
             self._frame_id = _decode(raw, "header.frame_id", start)
             self._frame_bytes = raw
-        header = Header(stamp=Time(sec=sec, nanosec=nanosec), frame_id=self._frame_id)
+        header = Header(frame_id=self._frame_id)
+        stamp = header.stamp                    # (its own Time: cheaper than a second one)
+        stamp.sec, stamp.nanosec = sec, nanosec
         start += length
         start += -start & 3                     # (BASE is a multiple of 4)
         end = self._read_names(data, start)
