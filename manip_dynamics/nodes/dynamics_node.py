@@ -58,6 +58,7 @@ from manip_dynamics.nodes.contact_outputs import ContactOutputs
 from manip_dynamics.nodes.runner import declare_table, run_node, take_waiting
 from manip_dynamics.nodes.services import DynamicsServices
 from manip_dynamics.nodes.state_outputs import StateOutputs
+from manip_dynamics.nodes.wire_in import JointStateReader
 from manip_dynamics.nodes.payload_service import PayloadService
 from manip_dynamics.nodes.safety_outputs import SafetyOutputs
 from manip_dynamics.rules import gc_pauses
@@ -79,6 +80,7 @@ NODE_NAME = "dynamics_node"
 WARNING_PERIOD = 5.0     # s: a repeated input problem is logged at most this often
 TOPIC_ORIGIN = "topic robot_description"
 DIAGNOSTICS_PERIOD = 1.0  # s (the ROS convention: 1 Hz on /diagnostics)
+_NO_DIGITS = str.maketrans("", "", "0123456789")
 
 
 class ConfigurationError(ManipDynamicsError, RuntimeError):
@@ -97,6 +99,7 @@ class DynamicsNode(Node):
         self._pending: Optional[Applied] = None
         self._resetting = False
         self._throttled = ThrottledLog(self.get_logger(), WARNING_PERIOD)
+        self._read_joint_state = JointStateReader()   # the raw joint_states' bytes -> fields
         self._outputs: Optional[StateOutputs] = None   # the hot path's view of self._state
         self._latest: Optional[tuple] = None     # (outputs, header, q) of the newest state
         self._marker_sent: Optional[tuple] = None  # the _latest the last markers were built from
@@ -107,13 +110,16 @@ class DynamicsNode(Node):
         self._gc = gc_pauses.GcPauses()       # collections and pauses, for /diagnostics
         self._singular_note = ""    # the model's joints moving no inertia (rules.singular_mass)
         # Called after the outputs of every computed state, in order:
-        # listener(snapshot, msg, q, qd, terms, momentum) with msg the JointState as received,
-        # q and qd in model order (qd None for a position-only state), terms the core's
-        # DynamicsTerms of the tip frame (None without velocities), momentum its
-        # MomentumTerms (p = M qd, C^T qd) from the same run when the observer is enabled
-        # and the state has effort, else None. A listener's exception costs only that one.
-        # States skipped by latest-wins (or for bad input) do not reach the listeners, nor
-        # do states whose M(q) is singular (the observer needs M^-1; rules.singular_mass).
+        # listener(snapshot, msg, q, qd, terms, momentum) with msg the state as received
+        # (wire_in.JointStateIn read from the raw bytes: ``header`` a std_msgs/Header,
+        # ``name`` a tuple, position / velocity / effort read-only float64 arrays; or the
+        # JointState given to _on_joint_states directly), q and qd in model order (qd None
+        # for a position-only state), terms the core's DynamicsTerms of the tip frame (None
+        # without velocities), momentum its MomentumTerms (p = M qd, C^T qd) from the same
+        # run when the observer is enabled and the state has effort, else None. A
+        # listener's exception costs only that one. States skipped by latest-wins (or for
+        # bad input) do not reach the listeners, nor do states whose M(q) is singular (the
+        # observer needs M^-1; rules.singular_mass).
         self.state_listeners: list[Callable] = []
 
         try:
@@ -169,7 +175,11 @@ class DynamicsNode(Node):
         (latest-wins relies on it). main() spins one thread (EventsExecutor by default, or
         a SingleThreadedExecutor: parameter ``executor``; a MultiThreadedExecutor cost 15x
         the latency at 1 kHz); the groups keep the node correct under a
-        MultiThreadedExecutor too (services: their own reentrant group)."""
+        MultiThreadedExecutor too (services: their own reentrant group).
+
+        Raw: the callback gets the serialised bytes and reads only the messages it computes
+        (``wire_in.JointStateReader``); rclpy building the Python message was a third of
+        the main thread at 1 kHz (docs/realtime.md)."""
         reliability = (ReliabilityPolicy.RELIABLE if values["joint_states_qos.reliability"]
                        == "reliable" else ReliabilityPolicy.BEST_EFFORT)
         state_qos = QoSProfile(history=HistoryPolicy.KEEP_LAST,
@@ -177,7 +187,7 @@ class DynamicsNode(Node):
                                reliability=reliability, durability=DurabilityPolicy.VOLATILE)
         self._input_group = MutuallyExclusiveCallbackGroup()
         return self.create_subscription(JointState, "joint_states", self._on_joint_states,
-                                        state_qos, callback_group=self._input_group)
+                                        state_qos, callback_group=self._input_group, raw=True)
 
     # ------------------------------------------------------------------ public
 
@@ -333,10 +343,11 @@ class DynamicsNode(Node):
     def _skip(self, key: str, text: str, level: str = "warning") -> None:
         self._throttled(level, key, "joint_states message skipped: " + text)
 
-    def _on_joint_states(self, msg: JointState) -> None:
+    def _on_joint_states(self, msg) -> None:
         """Latest wins beyond a short backlog: take what else waits in the queue; up to
         ``joint_states_backlog`` older messages are computed in order, a longer backlog is
-        skipped and only the newest is computed."""
+        skipped and only the newest is computed. ``msg``: the serialised JointState (the
+        subscription is raw; the skipped ones are never read) or a JointState message."""
         outputs = self._outputs
         batch, n_skipped = [msg], 0
         if outputs is None or outputs.latest_wins:
@@ -357,7 +368,7 @@ class DynamicsNode(Node):
         elif self._marker_schedule.after_state():
             self._build_markers()
 
-    def _compute_one(self, msg: JointState, stats) -> None:
+    def _compute_one(self, msg, stats) -> None:
         t0 = time.perf_counter()
         try:
             reason = self._handle_joint_states(msg)
@@ -369,14 +380,23 @@ class DynamicsNode(Node):
         else:
             stats.skipped(reason)
 
-    def _handle_joint_states(self, msg: JointState) -> Optional[str]:
-        """Compute and publish one state; -> None, or why it was skipped (a short key for
-        /diagnostics; the log line says more)."""
+    def _handle_joint_states(self, msg) -> Optional[str]:
+        """Compute and publish one state (serialised bytes, read here, or a JointState);
+        -> None, or why it was skipped (a short key for /diagnostics; the log line says
+        more)."""
         outputs = self._outputs                # read once: one consistent state
         if outputs is None:
             self._skip("no-model", "no robot model yet (publish it on robot_description or "
                                    "set parameter robot_description / urdf_file)")
             return "no model"
+        if type(msg) is bytes:
+            try:
+                msg = self._read_joint_state(msg)
+            except InputError as exc:       # truncated, garbage, another encapsulation
+                text = str(exc)        # throttled per problem, whatever its byte counts
+                self._skip("malformed:" + text.translate(_NO_DIGITS),
+                           f"not a readable sensor_msgs/JointState: {text}")
+                return "bad input"
         snapshot = outputs.snapshot
         model = snapshot.model
 
@@ -452,7 +472,7 @@ class DynamicsNode(Node):
                         "empty, condition_number inf); no observer")
         return terms
 
-    def _notify_listeners(self, snapshot: Snapshot, msg: JointState, q, qd, terms,
+    def _notify_listeners(self, snapshot: Snapshot, msg, q, qd, terms,
                           momentum) -> None:
         observer = self._observer_listener
         for listener in self.state_listeners:

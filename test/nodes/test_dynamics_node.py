@@ -25,6 +25,7 @@ translation layer, not the dynamics (the core is checked against Pinocchio elsew
 from __future__ import annotations
 
 import math
+import struct
 import threading
 import time
 import warnings
@@ -39,6 +40,7 @@ from rcl_interfaces.msg import Parameter as ParameterMsg
 from rcl_interfaces.srv import GetParameters, SetParameters, SetParametersAtomically
 from rclpy.parameter import Parameter
 from rclpy.qos import QoSProfile, ReliabilityPolicy
+from rclpy.serialization import serialize_message
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, String
 from visualization_msgs.msg import Marker, MarkerArray
@@ -717,6 +719,42 @@ def test_bad_joint_states_are_skipped_and_named(right, what, names, position, ve
     right.assert_skipped(bad, PLANAR_GOOD)
     line = next(l for l in right.log_since(mark).splitlines() if logged in l)
     assert "joint_states message skipped: " in line, line
+
+
+MALFORMED = [
+    # (what, bytes of a good serialised message -> what is published, text the log must hold)
+    ("cut short", lambda data, end: data[:end - 4],
+     "not a readable sensor_msgs/JointState: velocity: 2 float64 values at byte"),
+    ("big-endian", lambda data, end: b"\x00\x00" + data[2:],
+     "not a readable sensor_msgs/JointState: serialised JointState in big-endian CDR"),
+    ("garbage", lambda data, end: b"definitely not a JointState",
+     "not a readable sensor_msgs/JointState: serialised JointState with encapsulation "
+     "64 65"),
+]
+
+
+@pytest.mark.parametrize("what,corrupt,logged", MALFORMED, ids=[m[0] for m in MALFORMED])
+def test_malformed_serialised_joint_states_are_skipped_and_named(right, module_ros_node,
+                                                                   what, corrupt, logged):
+    """The node takes joint_states raw and reads the bytes itself: bytes published raw over
+    DDS (``Publisher.publish(bytes)``) that are no readable JointState (a good message cut
+    inside its velocities, its encapsulation made big-endian, garbage) are skipped with a
+    WARN naming the problem; nothing is published with the good message's stamp (readable
+    in the bytes of the first two), the next good state is answered, no traceback."""
+    names, position, velocity = PLANAR_GOOD
+    msg = JointState(name=names, position=position, velocity=velocity)
+    msg.header.stamp = Probe.new_stamp(module_ros_node)
+    msg.header.frame_id = "input_frame"
+    data = serialize_message(msg)
+    end = data.rfind(struct.pack("<d", velocity[-1])) + 8     # the last value's end
+    mark = right.log_mark()
+    ros_utils.publish_matched(right.joint_states, corrupt(data, end), timeout=90.0)
+    right.wait_log(logged, since=mark)
+    line = next(l for l in right.log_since(mark).splitlines() if logged in l)
+    assert "joint_states message skipped: " in line, line
+    right.assert_skipped(stamp_ns(msg.header), PLANAR_GOOD)
+    ros_utils.assert_running(right.proc)
+    assert "Traceback" not in right.log_since(mark)
 
 
 def test_out_of_order_stamp_is_skipped(right, module_ros_node):
