@@ -103,7 +103,10 @@ class ContactOutputs:
         self._gates = ()
         node.create_service(Trigger, "~/reset_observer", self._on_reset)
         node.create_service(Trigger, "~/zero_observer", self._on_zero)
-        node.state_listeners.append(self.on_state)
+        # the listener object registered (a bound method is a new object on each access:
+        # the node finds this one with ``is`` to time the observer's share)
+        self.listener = self.on_state
+        node.state_listeners.append(self.listener)
 
     # ------------------------------------------------------------------ services
     def _on_reset(self, request, response):

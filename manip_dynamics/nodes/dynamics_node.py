@@ -148,7 +148,6 @@ class DynamicsNode(Node):
         self.dynamics_services = DynamicsServices(self, lambda: self.snapshot)
         self._efforts = EffortReader()     # tau of a state, read once for every listener
         self.contact_outputs = ContactOutputs(self, self._efforts)  # the observer on effort
-        self._observer_listener = self.state_listeners[-1]   # (its on_state, just added)
         self.payload_service = PayloadService(self, lambda: self._state,   # ~/estimate_payload
                                               effort=self._efforts)
         self.safety_outputs = SafetyOutputs(self, lambda: self._state)  # ISO/TS 15066 speeds
@@ -474,7 +473,7 @@ class DynamicsNode(Node):
 
     def _notify_listeners(self, snapshot: Snapshot, msg, q, qd, terms,
                           momentum) -> None:
-        observer = self._observer_listener
+        observer = self.contact_outputs.listener
         for listener in self.state_listeners:
             if listener is observer:       # /diagnostics: the observer's share
                 t0 = time.perf_counter()
