@@ -74,7 +74,8 @@ def _parser():
 class Progress:
     """Plain-text progress bar on stderr: '\\r' updates on a terminal, a line per 25% else."""
 
-    def __init__(self, label, stream=sys.stderr):
+    def __init__(self, label, stream=None):
+        stream = sys.stderr if stream is None else stream      # today's, not the import's
         self.label, self.stream, self.last = label, stream, -1
         self.tty = hasattr(stream, "isatty") and stream.isatty()
 
