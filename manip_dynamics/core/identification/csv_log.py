@@ -361,7 +361,9 @@ def _window(path, text_lines, split, columns):
     first, last = columns.rows or (1, None)
     total = len(text_lines)
     last = total if last is None else last
-    if total == 0 or first > total or last > total:
+    if total == 0:
+        raise ColumnMapError(f"{path}: an empty file")
+    if first > total or last > total:
         raise ColumnMapError(f"{path}: rows {first}:{last} asked, the file has {total} lines")
     return max(first, 2 if header else 1), (first, last)
 
@@ -432,10 +434,13 @@ def _bounds(limits, n):
         return {"q": (-inf, inf), "qd": (-inf, inf), "effort": (-inf, inf)}
     lo, hi = np.asarray(limits["lower"], float), np.asarray(limits["upper"], float)
     with np.errstate(invalid="ignore"):
-        pad = np.where(np.isfinite(hi - lo), np.maximum(Q_MARGIN * (hi - lo), 0.1), 0.0)
-    out = {"q": (lo - pad, hi + pad)}
+        span = hi - lo
+        real = np.isfinite(span) & (span > 0)          # lower = upper = 0: no limit written
+        pad = np.where(real, np.maximum(Q_MARGIN * span, 0.1), 0.0)
+    out = {"q": (np.where(real, lo - pad, -np.inf), np.where(real, hi + pad, np.inf))}
     for key, lim in (("qd", "velocity"), ("effort", "effort")):
-        top = (1.0 + RATE_MARGIN) * np.abs(np.asarray(limits[lim], float))
+        top = np.asarray(limits[lim], float)
+        top = np.where(np.isfinite(top) & (top > 0), (1.0 + RATE_MARGIN) * top, np.inf)
         out[key] = (-top, top)
     return out
 
@@ -452,11 +457,14 @@ def _plausible(lines, t, q, qd, tau, limits, names, skips):
         skips.add("non-finite", lines[r], f"{_label(key, j, names)} is {v}")
     ok &= finite
     bounds = _bounds(limits, len(names))
-    for r in np.flatnonzero(ok):
-        why = _absurd(r, quantities, bounds, names)
-        if why:
-            ok[r] = False
-            skips.add("absurd", lines[r], why)
+    with np.errstate(invalid="ignore"):
+        wild = np.zeros(len(t), bool)
+        for key, a, cap in quantities:
+            lo, hi = bounds.get(key, (-np.inf, np.inf))
+            wild |= ((np.abs(a) > cap) | (a < lo) | (a > hi)).any(axis=1)
+    for r in np.flatnonzero(ok & wild):
+        ok[r] = False
+        skips.add("absurd", lines[r], _absurd(r, quantities, bounds, names))
     return ok
 
 
@@ -467,11 +475,11 @@ def _label(key, j, names):
 def _absurd(r, quantities, bounds, names):
     """The first value of row r that is absurd, as text; '' if none."""
     for key, a, cap in quantities:
-        lo, hi = bounds.get(key, (np.full(1, -np.inf), np.full(1, np.inf)))
+        lo, hi = bounds.get(key, (np.full(a.shape[1], -np.inf), np.full(a.shape[1], np.inf)))
         for j, v in enumerate(a[r]):
             if abs(v) > cap:
                 return f"{_label(key, j, names)} = {v:.3g}"
-            if key != "t" and not lo[j] <= v <= hi[j]:
+            if not lo[j] <= v <= hi[j]:
                 return f"{_label(key, j, names)} = {v:.3g} outside [{lo[j]:.3g}, {hi[j]:.3g}]"
     return ""
 

@@ -141,6 +141,22 @@ def test_no_row_left_and_inline_maps(tmp_path):
         assert np.array_equal(log.position, [[1, 2], [3, 4]]) and log.velocity is None
 
 
+def test_limits_written_as_zero_or_absent_bound_nothing(tmp_path):
+    """lower = upper = 0, velocity / effort 0 or inf (URDFs that leave them unspecified):
+    no limit, only the 1e9 bound; an empty file is refused."""
+    (tmp_path / "log.csv").write_text("0,5,-7,40\n1,5,8,1e10\n")
+    zero = {"lower": np.zeros(3), "upper": np.zeros(3), "velocity": np.zeros(3),
+            "effort": np.array([0.0, np.inf, 0.0])}
+    columns = C.ColumnMap(t=1, q=(2,), qd=(3,), effort=(4,))
+    log = C.read_csv_joint_states(tmp_path / "log.csv", columns, ("j1",),
+                                  {k: v[:1] for k, v in zero.items()})
+    assert log.skipped.examples == {"absurd": (2,)} and log.skipped.first == {
+        "absurd": "line 2: effort[j1] = 1e+10"}
+    (tmp_path / "empty.csv").write_text("")
+    with pytest.raises(C.ColumnMapError, match="empty.csv: an empty file"):
+        C.read_csv_joint_states(tmp_path / "empty.csv", columns, ("j1",))
+
+
 def test_a_yaml_map_reads_2_7_as_columns_not_base_60(tmp_path):
     """YAML 1.1 (PyYAML's safe_load) reads ``q: 2:7`` as the base-60 integer 127."""
     import yaml
