@@ -42,6 +42,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import InputError
+from ..extras import import_extra
 from .recording import JointStateLog
 
 ABSURD = 1e9          # |q|, |qd|, |effort| in SI units beyond this: absurd whatever the limits
@@ -188,7 +189,7 @@ def parse_inline(text):
 def load_column_map(path):
     """The mapping in the YAML file ``path`` (``2:7`` read as text, not YAML 1.1's base-60
     integer 127)."""
-    import yaml    # PyYAML: with ROS 2 (package.xml python3-yaml)
+    yaml = import_extra("yaml", "a column map file (or give it inline: --csv-map)")
 
     class Loader(yaml.SafeLoader):
         pass
