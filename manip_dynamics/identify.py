@@ -7,7 +7,11 @@ RECORDING: a rosbag2 MCAP file, or the bag directory ``ros2 bag record -s mcap
 sensor_msgs/JointState on ``--topic`` (position and effort required, velocity optional), or
 :func:`manip_dynamics.core.identification.recording.write_joint_states`. Writes the identified URDF
 (same links and joints, new ``<inertial>`` and ``<dynamics>`` values), a JSON report next to it
-(``--report``) and a plot of measured against predicted torques (``--plot``). The last
+(``--report``) and a plot of measured against predicted torques (``--plot``). A CSV log
+(a real arm's logger) is read through a column map (``--columns MAP.yaml`` and/or
+``--csv-map t=1,q=2:7,...``; 1-based columns), ``--rows FIRST:LAST`` its window; its bad
+rows are skipped and reported (docs/identification.md section 14). ``--drive-gains``
+multiplies the efforts (motor currents -> N m) of either kind of recording. The last
 ``--holdout`` fraction of the recording is never fitted: the RMS torque errors before
 (URDF) and after (identified URDF) are measured on it. Progress goes to stderr.
 """

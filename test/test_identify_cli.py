@@ -171,6 +171,22 @@ def test_cli_refuses_a_csv_map_that_does_not_fit_in_one_line(tmp_path, capsys, e
     assert "Traceback" not in err and not (tmp_path / "x.urdf").exists()
 
 
+def test_cli_column_map_from_yaml_then_inline_then_options(tmp_path):
+    """--columns YAML, overridden key by key by --csv-map, then --drive-gains and --rows."""
+    from manip_dynamics import identify
+    (tmp_path / "map.yaml").write_text("t: 1\nq: 2:4\neffort: [5, 6, 7]\nq_unit: deg\n"
+                                       "drive_gains: [1, 1, 1]\nrows: 3:9\n")
+    args = identify._parser().parse_args(
+        ["log.csv", "--urdf", "a.urdf", "--out", "b.urdf", "--columns",
+         str(tmp_path / "map.yaml"), "--csv-map", "q=8:10,t_unit=ms",
+         "--drive-gains", "2,3,4", "--rows", "5:"])
+    columns = identify.column_map(args)
+    assert (columns.t, columns.q, columns.effort) == (1, (8, 9, 10), (5, 6, 7))
+    assert (columns.q_unit, columns.t_unit) == ("deg", "ms")
+    assert columns.drive_gains == (2.0, 3.0, 4.0) and columns.rows == (5, None)
+    assert identify.is_csv(args)
+
+
 def test_cli_rows_and_drive_gains_on_an_mcap_recording(tmp_path, capsys):
     """--rows on an MCAP recording is refused (exit 2); --drive-gains scales its efforts:
     a recording of currents = tau / k gives the same fit as the torques (unconstrained).
