@@ -162,7 +162,9 @@ class RowReport:
                 plural = "s" if self.skipped[reason] > 1 else ""
                 parts.append(f"{self.skipped[reason]} {reason} (line{plural} {rows}{more}; "
                              f"{self.first[reason]})")
-        return head + f", {sum(self.skipped.values())} skipped: " + "; ".join(parts)
+        gap = (f"; largest gap between kept rows {self.largest_gap[0]:.3g} s, after line "
+               f"{self.largest_gap[1]}")
+        return head + f", {sum(self.skipped.values())} skipped: " + "; ".join(parts) + gap
 
     def as_dict(self):
         return {"path": self.path, "window": list(self.window), "rows": self.lines,

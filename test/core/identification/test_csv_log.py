@@ -230,6 +230,10 @@ def test_ur10e_truncated_row_and_startup_of_15harm50secLoad():
     assert r.examples["column count"] == (6107,) and r.examples["stamp goes back"] == (9,)
     assert r.examples["absurd"] == tuple(wild[:C.EXAMPLES]) and r.kept == 6107 - 10
     assert "1 column count (line 6107; line 6107: 20 fields, not 31)" in r.line()
+    # lines 1 (t 3047.693) and 11 (3048.059, awk -F, 'NR==11{print $1}') are the kept rows
+    # around the start-up garbage
+    assert r.largest_gap == (pytest.approx(3048.059 - 3047.693), 1)
+    assert r.line().endswith("largest gap between kept rows 0.366 s, after line 1")
     # the authors' window of the loaded 14-harmonic run: every row kept
     model = RobotModel.from_urdf_file(data / "ur10e.urdf")
     log = C.read_csv_joint_states(data / "identification_data" / "ur-20_02_19_14harm50secLoad.csv",
