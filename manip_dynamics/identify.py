@@ -7,7 +7,11 @@ RECORDING: a rosbag2 MCAP file, or the bag directory ``ros2 bag record -s mcap
 sensor_msgs/JointState on ``--topic`` (position and effort required, velocity optional), or
 :func:`manip_dynamics.core.identification.recording.write_joint_states`. Writes the identified URDF
 (same links and joints, new ``<inertial>`` and ``<dynamics>`` values), a JSON report next to it
-(``--report``) and a plot of measured against predicted torques (``--plot``). The last
+(``--report``) and a plot of measured against predicted torques (``--plot``). A CSV log
+(a real arm's logger) is read through a column map (``--columns MAP.yaml`` and/or
+``--csv-map t=1,q=2:7,...``; 1-based columns), ``--rows FIRST:LAST`` its window; its bad
+rows are skipped and reported (docs/identification.md section 14). ``--drive-gains``
+multiplies the efforts (motor currents -> N m) of either kind of recording. The last
 ``--holdout`` fraction of the recording is never fitted: the RMS torque errors before
 (URDF) and after (identified URDF) are measured on it. Progress goes to stderr.
 """
@@ -27,7 +31,21 @@ def _parser():
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("recording", help="rosbag2 MCAP file with sensor_msgs/JointState, or the "
                    "bag directory ros2 bag record -s mcap writes (one or several .mcap files "
-                   "and its metadata.yaml)")
+                   "and its metadata.yaml), or a CSV log (.csv/.tsv/.txt, or any file given "
+                   "with --columns / --csv-map)")
+    csv = p.add_argument_group("CSV logs (docs/identification.md, 'A real arm: CSV logs')")
+    csv.add_argument("--columns", metavar="MAP.yaml", default=None,
+                     help="the CSV log's column map: keys t, q, qd, effort (1-based columns: "
+                          "N, \"A:B\" or a list), t_unit, q_unit, qd_unit, drive_gains, rows, "
+                          "delimiter, header, joints")
+    csv.add_argument("--csv-map", metavar="KEY=VALUE,...", default=None,
+                     help="the column map inline, e.g. t=1,q=2:7,qd=8:13,effort=14:19 "
+                          "(overrides --columns key by key)")
+    csv.add_argument("--rows", metavar="FIRST:LAST", default=None,
+                     help="CSV: keep file lines FIRST..LAST (1-based, inclusive)")
+    p.add_argument("--drive-gains", metavar="K1,...,Kn", default=None,
+                   help="per-joint N m per effort unit (e.g. N m/A when the efforts are motor "
+                        "currents), in the model's joint order: effort x K is the torque")
     p.add_argument("--urdf", required=True,
                    help="the arm's URDF or xacro (the prior and the structure)")
     from .core.dynamics.description import add_arguments
@@ -60,7 +78,8 @@ def _parser():
 class Progress:
     """Plain-text progress bar on stderr: '\\r' updates on a terminal, a line per 25% else."""
 
-    def __init__(self, label, stream=sys.stderr):
+    def __init__(self, label, stream=None):
+        stream = sys.stderr if stream is None else stream      # today's, not the import's
         self.label, self.stream, self.last = label, stream, -1
         self.tty = hasattr(stream, "isatty") and stream.isatty()
 
@@ -82,16 +101,27 @@ def _log(text):
 
 
 def load_samples(args, model):
-    """-> (fit Samples, held-out Samples) from the recording (filter, decimate, split)."""
+    """-> (fit Samples, held-out Samples, RowReport of a CSV log or None) from the recording
+    (read, efforts x drive gains, filter, decimate, split)."""
     from .core.identification.pipeline import filter_recording
+    from .core.identification.csv_log import ColumnMapError
     from .core.identification.recording import read_joint_states
     from .rules.state_buffer import delay_efforts
 
-    log = read_joint_states(args.recording, args.topic)
-    q, qd, tau = log.in_order(model.joint_names)
-    if tau is None:
-        raise SystemExit(f"{args.recording}: the JointState messages carry no effort")
-    _log(f"{args.recording}: {len(log.t)} messages over {log.t[-1]:.2f} s, "
+    if is_csv(args):
+        log = read_csv(args, model)
+        q, qd, tau = log.in_order(model.joint_names)
+        _log(log.skipped.line())
+    else:
+        if args.rows is not None:
+            raise ColumnMapError("--rows is for CSV logs (an MCAP recording has no rows)")
+        log = read_joint_states(args.recording, args.topic)
+        q, qd, tau = log.in_order(model.joint_names)
+        if tau is None:
+            raise SystemExit(f"{args.recording}: the JointState messages carry no effort")
+        if args.drive_gains is not None:
+            tau = tau * np.asarray(_gains(args.drive_gains, model.n))
+    _log(f"{args.recording}: {len(log.t)} samples over {log.t[-1]:.2f} s, "
          f"{len(log.names)} joints" + ("" if qd is not None else " (no velocity: from q)"))
     t = log.t
     if args.effort_delay:
@@ -102,7 +132,61 @@ def load_samples(args, model):
     samples = filter_recording(t, q, qd, tau, cutoff=args.cutoff, decimate=args.decimate)
     if not 0 <= args.holdout < 1:
         raise SystemExit("--holdout must be in [0, 1)")
-    return samples.split(1.0 - args.holdout)
+    return (*samples.split(1.0 - args.holdout), log.skipped)
+
+
+def is_csv(args):
+    """A CSV log: a column map given, or a .csv / .tsv / .txt file."""
+    return (args.columns is not None or args.csv_map is not None
+            or os.path.splitext(args.recording)[1].lower() in (".csv", ".tsv", ".txt"))
+
+
+def _gains(text, n):
+    from .core.identification.csv_log import ColumnMapError, drive_gains
+    gains = drive_gains(text)
+    if len(gains) != n:
+        raise ColumnMapError(f"--drive-gains: {len(gains)} gains for {n} joints")
+    return gains
+
+
+def column_map(args):
+    """The ColumnMap of --columns (YAML) updated by --csv-map, --drive-gains, --rows."""
+    from .core.identification.csv_log import (ColumnMap, ColumnMapError, drive_gains,
+                                              load_column_map, parse_inline, row_window)
+    if args.columns is None and args.csv_map is None:
+        raise ColumnMapError(f"{args.recording}: a CSV log needs its column map: --columns "
+                             "MAP.yaml or --csv-map t=1,q=2:7,... (which columns are t, q, "
+                             "qd, effort)")
+    mapping = {}
+    if args.columns is not None:
+        mapping = load_column_map(args.columns)
+        if not isinstance(mapping, dict):
+            raise ColumnMapError(f"{args.columns}: expected a mapping of keys, got {mapping!r}")
+    if args.csv_map is not None:
+        mapping = {**mapping, **parse_inline(args.csv_map)}
+    source = " + ".join(x for x in (args.columns, args.csv_map and "--csv-map") if x)
+    columns = ColumnMap.from_mapping(mapping, source)
+    if args.drive_gains is not None:
+        columns = columns.replace(drive_gains=drive_gains(args.drive_gains))
+    if args.rows is not None:
+        columns = columns.replace(rows=row_window(args.rows))
+    return columns
+
+
+def read_csv(args, model):
+    """JointStateLog of the CSV recording (rows beyond the model's limits skipped)."""
+    from .core.identification.csv_log import (ColumnMapError, model_limits,
+                                              read_csv_joint_states)
+    columns = column_map(args)
+    if columns.effort is None:
+        raise ColumnMapError(f"{args.recording}: the column map gives no effort column; "
+                             "identification needs the joint torques (effort=A:B, with "
+                             "--drive-gains when the log holds motor currents)")
+    names = columns.joints or model.joint_names
+    if len(columns.q) != model.n:
+        raise ColumnMapError(f"the column map has {len(columns.q)} q columns, the model "
+                             f"{model.n} joints ({', '.join(model.joint_names)})")
+    return read_csv_joint_states(args.recording, columns, names, model_limits(model, names))
 
 
 def run(args):
@@ -115,7 +199,7 @@ def run(args):
 
     prior_xml = load_description(args.urdf, args.xacro_arg, args.package_path)
     model = RobotModel.from_urdf_string(prior_xml, root_link=args.root_link)
-    fit, held = load_samples(args, model)
+    fit, held, rows = load_samples(args, model)
     friction = not args.no_friction
     t0 = time.perf_counter()
     base = base_parameters(model, friction)
@@ -136,6 +220,9 @@ def run(args):
         predicted_torques(model, _with_friction(model, result, result.pi_unconstrained), data,
                           True), data.tau).tolist()
     report.update(recording=args.recording, urdf=args.urdf, out=args.out, cutoff_hz=args.cutoff)
+    if rows is not None:
+        report["csv_rows"] = rows.as_dict()
+        report["csv_rows_text"] = rows.line()
     return report, model, data, before, after
 
 
@@ -206,6 +293,8 @@ def plot(path, joint_names, samples, before, after):
 
 
 def _print_summary(report):
+    if "csv_rows_text" in report:
+        print(report["csv_rows_text"])
     print(f"condition number of the weighted base regressor: {report['condition_number']:.4g}")
     print(f"{'base parameter':<60} {'value':>12} {'std %':>8}")
     for p in report["base_parameters"]:
@@ -229,10 +318,14 @@ def main(argv=None):
     args = _parser().parse_args(argv)
     from .core.errors import ManipDynamicsError
     from .core.extras import import_extra
+    from .core.identification.csv_log import ColumnMapError
     try:
         if not args.no_plot:       # before the fit, not after it
             import_extra("matplotlib", "the torque plot (--no-plot skips it)")
         report, model, data, before, after = run(args)
+    except ColumnMapError as e:    # the invocation does not fit the file: as argparse's
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     except (ManipDynamicsError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1

@@ -5,7 +5,8 @@ trajectories (:mod:`.excitation`); filtering, the least-squares fit, predicted t
 the identified URDF (:mod:`.pipeline`); the physically consistent fit, a semidefinite
 program (:mod:`.consistent_fit`); payload estimation at a frame (:mod:`.payload`); argument
 checks of these entry points (:mod:`.arguments`); rosbag2 MCAP joint-state recordings, the
-input this folder reads and the recorder node writes (:mod:`.recording`, no rclpy).
+input this folder reads and the recorder node writes (:mod:`.recording`, no rclpy); CSV
+logs of a real arm's logger, read into the same log (:mod:`.csv_log`).
 
 May import: numpy, scipy, :mod:`manip_dynamics.core.dynamics`,
 :mod:`manip_dynamics.core.errors`, and through :mod:`manip_dynamics.core.extras` cvxpy (the

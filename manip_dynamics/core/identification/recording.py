@@ -1,4 +1,5 @@
 """Joint-state recordings as rosbag2 MCAP files (sensor_msgs/msg/JointState, CDR), ROS-free.
+(CSV logs: :mod:`.csv_log`, into the same :class:`JointStateLog`.)
 
 The files are what ``ros2 bag record -s mcap /joint_states`` writes: MCAP with the
 ``ros2`` profile, one schema ``sensor_msgs/msg/JointState`` (encoding ``ros2msg``: the
@@ -48,7 +49,8 @@ JOINT_STATE_MSGDEF = "\n".join([
 class JointStateLog:
     """t (N,) s since the first stamp (header stamps, integer ns subtracted first: no loss of
     precision to the epoch), names (n,), position, velocity, effort (N, n) in ``names``
-    order; velocity / effort None when the messages carry none; start_ns: first stamp."""
+    order; velocity / effort None when the messages carry none; start_ns: first stamp;
+    skipped: the rows a CSV log skipped (:class:`.csv_log.RowReport`; None for MCAP)."""
 
     t: np.ndarray
     names: tuple
@@ -56,6 +58,7 @@ class JointStateLog:
     velocity: np.ndarray | None
     effort: np.ndarray | None
     start_ns: int = 0
+    skipped: object = None
 
     def in_order(self, joint_names):
         """(q, qd or None, tau or None) with columns in ``joint_names`` order; InputError
