@@ -12,7 +12,8 @@ the translation), one pass computes:
    core's ``frame_jacobian`` evaluated at p_i, columns G^T (S_v + S_w x p_i));
    v_i = J_p,i qd; Y_i = L^-1 J_p,i^T (three forward substitutions);
    A_i = Y_i^T Y_i = J_p,i M^-1 J_p,i^T (3 x 3, 1/kg);
-3. u_i = v_i / |v_i|, or for a point at rest the unit eigenvector of A_i's smallest
+3. u_i = v_i / |v_i|, or for a point at rest (|v_i| <= the round-off bound of J_p,i qd,
+   :func:`rest_speed`; its speed then 0) the unit eigenvector of A_i's smallest
    eigenvalue (the direction of its largest effective mass; :func:`smallest_eigenvector`);
    m_i = 1 / (u_i^T A_i u_i) kg, +inf where u_i^T A_i u_i <= 1e-12 trace(A_i) (the arm
    cannot move the point along u_i);
