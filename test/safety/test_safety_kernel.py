@@ -324,7 +324,8 @@ def test_point_on_the_only_moving_axis_is_at_rest(name):
                     assert s.v_max[k] == pytest.approx(permissible_speed(hand, 1.0 / w[0]),
                                                        rel=1e-12)
                 elif moved and dist[k] > 1e-6:
-                    assert s.motion.speed[k] == pytest.approx(dist[k] * abs(qd[j]), rel=1e-9)
+                    assert s.motion.speed[k] == pytest.approx(dist[k] * abs(qd[j]), rel=1e-9,
+                                                              abs=0)
                     tangent = np.cross(axis, pos[k] - o) * np.sign(qd[j])
                     np.testing.assert_allclose(s.motion.direction[k],
                                                tangent / np.linalg.norm(tangent), atol=1e-9)
@@ -359,7 +360,7 @@ def test_slow_true_motion_above_the_round_off_bound_is_moving():
                             BodyModel.load()["face"])
         s = mon.assess(q, qd)
         assert s.motion.speed[0] == 0.0 and s.ratio[0] == 0.0      # on the axis: at rest
-        assert s.motion.speed[1] == pytest.approx(delta * qd7, rel=0.2 / factor)
+        assert s.motion.speed[1] == pytest.approx(delta * qd7, rel=0.2 / factor, abs=0)
         tangent = np.cross(a7, data.oMi[7].rotation[:, 0])   # a7 x (the offset's axis)
         np.testing.assert_allclose(s.motion.direction[1], tangent, atol=0.2 / factor)
         assert s.ratio[1] == math.inf and s.speed_scale == 0.0      # the face: stop
