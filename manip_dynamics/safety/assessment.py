@@ -146,8 +146,7 @@ def _check_retimable(monitor, worst, ratio, t, max_time):
                          f"be made safe by slowing down")
     k = int(ratio.argmax())
     scale = max(1.0, float(ratio[k]))
-    with np.errstate(over="ignore"):
-        last = float(np.abs(t).max()) * scale
+    last = float(np.abs(t).max()) * scale          # (a Python float: inf on overflow)
     limit = np.inf if max_time is None else float(max_time)
     if not (np.isfinite(last) and last <= limit):
         beyond = (f"beyond max_time = {limit:.10g} s" if np.isfinite(last)

@@ -346,3 +346,10 @@ def test_retiming_whose_times_exceed_max_time_is_refused():
     assert check_trajectory(mon, P, V, [0.0, 1e-3], max_time=2 ** 31 - 1).scale == chk.scale
     with pytest.raises(InputError, match="overflowing float64"):
         check_trajectory(mon, P, V, [0.0, 1e300])
+    # 1e-320 m^2: v_max ~ 1e-316 m/s, every moving point's ratio overflows to inf although
+    # F > 0 (the first: link4, links 1-3 lie on joint 1's axis at q = 0)
+    mon = SafetyMonitor(model, default_points(model), hand, contact_area=1e-320)
+    with pytest.raises(InputError, match=r"the permissible speed is 0 to machine precision "
+                       r"\(contact_area 1e-320 m\^2\): waypoint 1 moves 'panda_link4'.*cannot "
+                       r"be made safe by slowing down"):
+        check_trajectory(mon, P, V, [0.0, 1.0])
