@@ -45,6 +45,7 @@ WARNING_PERIOD = 5.0
 MARKER_PERIOD = 0.1          # s: ~/safety_markers at most 10 Hz
 MARKER_DIAMETER = 0.05       # m
 SERVICE = "~/check_trajectory_safety"
+MAX_TIME_FROM_START = 2 ** 31 - 1    # s: builtin_interfaces/Duration's int32 sec
 
 
 class SafetyOutputs:
@@ -157,7 +158,7 @@ class SafetyOutputs:
         P, V, _ = trajectory_arrays(monitor.kinematics.model, traj, allow_extra=True,
                                     require_velocities=True)
         t = [p.time_from_start.sec + 1e-9 * p.time_from_start.nanosec for p in traj.points]
-        check = check_trajectory(monitor, P, V, t)
+        check = check_trajectory(monitor, P, V, t, max_time=MAX_TIME_FROM_START)
         labels = [p.label for p in monitor.points]
         response.worst_point = [labels[i] for i in check.worst]
         response.ratio = [float(x) for x in check.ratio]

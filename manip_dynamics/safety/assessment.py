@@ -11,7 +11,11 @@ uniform speed factor that keeps every point within its limit is
 
 A trajectory (waypoints q_k, qd_k at times t_k) is compliant after retiming by
 s = max(1, max_k,i rho_k,i): times t_k s, velocities qd_k / s, accelerations qdd_k / s^2
-(the same path, s times slower).
+(the same path, s times slower). No s exists when a waypoint moves a point whose
+permissible speed is 0 (a region that permits no transient contact: skull and forehead,
+face; rho = inf): slowing down never brings a moving point to rest, so such a trajectory
+is refused, as is an s whose retimed times overflow or exceed a caller's ``max_time``
+(e.g. what a message's time field holds).
 """
 from __future__ import annotations
 
@@ -98,11 +102,16 @@ class TrajectoryCheck:
     accelerations: np.ndarray | None
 
 
-def check_trajectory(monitor, positions, velocities, time_from_start, accelerations=None):
+def check_trajectory(monitor, positions, velocities, time_from_start, accelerations=None,
+                     max_time=None):
     """Assess every waypoint and retime the trajectory by s = max(1, max ratio) (module doc).
 
     positions, velocities (K, n) rad or m and rad/s or m/s; time_from_start (K,) s,
-    non-decreasing; accelerations (K, n) or None."""
+    non-decreasing; accelerations (K, n) or None; max_time (s, optional): the largest
+    |time_from_start| the retimed trajectory may have (a message's limit). InputError,
+    naming the waypoint and point, when no retiming makes the trajectory safe (a moving
+    point whose permissible speed is 0: a region without transient contact) or when the
+    retimed times are not finite or exceed max_time."""
     n = monitor.kinematics.model.n
     P = _waypoints(positions, "positions", n)
     V = _waypoints(velocities, "velocities", n, len(P))
@@ -114,9 +123,37 @@ def check_trajectory(monitor, positions, velocities, time_from_start, accelerati
     for k in range(len(P)):
         worst[k] = monitor.assess_into(P[k], V[k], table)[0]
         ratio[k] = table[worst[k], K.RATIO]
+    _check_retimable(monitor, worst, ratio, t, max_time)
     scale = max(1.0, float(ratio.max()))
     return TrajectoryCheck(worst, ratio, scale, t * scale, V / scale,
                            None if A is None else A / scale ** 2)
+
+
+def _check_retimable(monitor, worst, ratio, t, max_time):
+    """InputError unless the retiming by s = max(1, max ratio) exists and its times t s are
+    finite and within max_time (s, None: no limit); worst, ratio (K,) per waypoint."""
+    labels = [p.label for p in monitor.points]
+    if not np.isfinite(ratio).all():
+        k = int(np.argmax(~np.isfinite(ratio)))
+        moving = f"waypoint {k} moves {labels[worst[k]]!r}"
+        if monitor.region.transient_force() == 0:
+            raise InputError(
+                f"body region {monitor.region.key!r} permits no transient contact "
+                f"(ISO/TS 15066): {moving}, and the trajectory cannot be made safe by "
+                f"slowing down (only by not moving)")
+        raise InputError(f"the permissible speed is 0 to machine precision (contact_area "
+                         f"{monitor.contact_area} m^2): {moving}, and the trajectory cannot "
+                         f"be made safe by slowing down")
+    k = int(ratio.argmax())
+    scale = max(1.0, float(ratio[k]))
+    last = float(np.abs(t).max()) * scale          # (a Python float: inf on overflow)
+    limit = np.inf if max_time is None else float(max_time)
+    if not (np.isfinite(last) and last <= limit):
+        beyond = (f"beyond max_time = {limit:.10g} s" if np.isfinite(last)
+                  else "overflowing float64")
+        raise InputError(
+            f"the retiming s = {scale:.3g} (the ratio of {labels[worst[k]]!r} at waypoint "
+            f"{k}) would put time_from_start at {last:.3g} s, {beyond}: refused")
 
 
 def _times(t, name, count):

@@ -12,7 +12,8 @@ the translation), one pass computes:
    core's ``frame_jacobian`` evaluated at p_i, columns G^T (S_v + S_w x p_i));
    v_i = J_p,i qd; Y_i = L^-1 J_p,i^T (three forward substitutions);
    A_i = Y_i^T Y_i = J_p,i M^-1 J_p,i^T (3 x 3, 1/kg);
-3. u_i = v_i / |v_i|, or for a point at rest the unit eigenvector of A_i's smallest
+3. u_i = v_i / |v_i|, or for a point at rest (|v_i| <= the round-off bound of J_p,i qd,
+   :func:`rest_speed`; its speed then 0) the unit eigenvector of A_i's smallest
    eigenvalue (the direction of its largest effective mass; :func:`smallest_eigenvector`);
    m_i = 1 / (u_i^T A_i u_i) kg, +inf where u_i^T A_i u_i <= 1e-12 trace(A_i) (the arm
    cannot move the point along u_i);
@@ -44,11 +45,13 @@ _JIT = dict(cache=True, nogil=True, fastmath=False, error_model="numpy")
 X, Y, Z, SPEED, UX, UY, UZ, MASS, V_MAX, RATIO = range(10)
 COLUMNS = 10
 SINGULAR_MASS = 1e-12     # m = inf where u^T A u <= SINGULAR_MASS trace(A)
+EPS = 2.0 ** -52          # float64 machine epsilon
+REST_ROUNDOFF = 8.0       # c of the at-rest bound c (d + 2) eps sum_j ... (rest_speed)
 EQUAL_EIGENVALUES = 1e-6  # eigenvalues closer than this x the largest are treated as equal
 
 __all__ = ["X", "Y", "Z", "SPEED", "UX", "UY", "UZ", "MASS", "V_MAX", "RATIO", "COLUMNS",
            "OK", "NOT_POSITIVE_DEFINITE", "OVERFLOW", "BAD_INPUT", "point_table",
-           "assess_points", "smallest_eigenvector"]
+           "assess_points", "smallest_eigenvector", "rest_speed", "REST_ROUNDOFF"]
 
 
 @njit(**_JIT)
@@ -114,10 +117,51 @@ def smallest_eigenvector(A, u):
 
 
 @njit(**_JIT)
-def _point_row(J6, L, qd, p, Yp, A, u, row):
+def rest_speed(bodies, S, p_root_body, fb, p, qd):
+    """The round-off of the computed |v| = |J_p qd| (m/s) of the point p (3,) (root axes) on
+    body fb: a point whose computed speed is at most this is at rest (module doc, step 3).
+
+        v_rest = c (d + 2) eps sum_j |m_j qd_j| (|S_v,j| + |S_w,j| l),   c = REST_ROUNDOFF
+
+    over the d joints j on the path from fb to the root (m_j the mimic multiplier, S_j the
+    root-axes motion subspace [S_v; S_w], S_v = o_j x S_w for a revolute joint through o_j,
+    the axis for a prismatic one), l = the largest distance from the root origin of p and
+    of the path's body origins (m). Why: J_p's column j is m_j (S_v,j + S_w,j x p); p and
+    o_j come out of d rotated translations (each shorter than 2 l), so each carries a
+    round-off of about d eps l, and S_w,j one of about d eps: a column's computed entries
+    are off by about (d + 1) eps (|S_v,j| + |S_w,j| l) (the cross product and the sum one
+    eps more), and J_p qd sums at most d of them (eps per term). A point on the axis of the
+    only moving joint has an exact column of 0 but a computed one of order eps l: its
+    computed speed lies below v_rest. c = 8 leaves a margin of about 8 over that estimate;
+    a point truly moving faster than v_rest (at 1 m from the root, a point 1e-13 m off the
+    only moving joint's axis of a 7-joint arm) is treated as moving."""
+    if fb < 0:
+        return 0.0
+    reach = p[0] * p[0] + p[1] * p[1] + p[2] * p[2]
+    j = fb
+    while j >= 0:
+        o = p_root_body[j]
+        reach = max(reach, o[0] * o[0] + o[1] * o[1] + o[2] * o[2])
+        j = bodies[j].parent
+    reach = math.sqrt(reach)
+    total, depth, j = 0.0, 0, fb
+    while j >= 0:
+        Sj = S[j]
+        lever = (math.sqrt(Sj[0] * Sj[0] + Sj[1] * Sj[1] + Sj[2] * Sj[2])
+                 + math.sqrt(Sj[3] * Sj[3] + Sj[4] * Sj[4] + Sj[5] * Sj[5]) * reach)
+        total += abs(bodies[j].mimic_multiplier * qd[bodies[j].q_index]) * lever
+        depth += 1
+        j = bodies[j].parent
+    return REST_ROUNDOFF * (depth + 2) * EPS * total
+
+
+@njit(**_JIT)
+def _point_row(J6, L, qd, p, rest, Yp, A, u, row):
     """One point's row (steps 2-3 of the module doc) from J6 (its first three rows J_p),
-    L = chol(M), qd and its position p (3,); False if p, v or A is not finite (the row is
-    then unspecified). Yp (3, n), A (3, 3), u (3,): scratch."""
+    L = chol(M), qd, its position p (3,) and its round-off speed ``rest`` (m/s,
+    :func:`rest_speed`: a computed speed up to it is 0, the point at rest); False if p, v,
+    rest or A is not finite (the row is then unspecified). Yp (3, n), A (3, 3), u (3,):
+    scratch."""
     n = qd.shape[0]
     speed2 = 0.0
     for r in range(3):
@@ -130,8 +174,10 @@ def _point_row(J6, L, qd, p, Yp, A, u, row):
         solve_lower(L, Yp[r])                 # row r of Y^T: L^-1 (row r of J_p)
     gram(Yp, A)                               # A = Y^T Y (Yp = Y^T, 3 x n)
     speed = math.sqrt(speed2)
-    if not (all_finite(A) and all_finite(p) and speed * 0.0 == 0.0):
+    if not (all_finite(A) and all_finite(p) and speed * 0.0 == 0.0 and rest * 0.0 == 0.0):
         return False
+    if speed <= rest:                         # no speed beyond round-off: at rest
+        speed = 0.0
     if speed > 0.0:
         u[0], u[1], u[2] = u[0] / speed, u[1] / speed, u[2] / speed
     else:
@@ -172,7 +218,8 @@ def point_table(bodies, q, qd, fb, X_body_point, table):
         frame_pose(ws.R_root_body, ws.p_root_body, fb[i], X_body_point[i], ws.R_root_frame,
                    ws.p_root_frame)
         frame_jacobian(bodies, ws.S, fb[i], ws.p_root_frame, J6)
-        if not _point_row(J6, L, qd, ws.p_root_frame, Yp, A, u, table[i]):
+        rest = rest_speed(bodies, ws.S, ws.p_root_body, fb[i], ws.p_root_frame, qd)
+        if not _point_row(J6, L, qd, ws.p_root_frame, rest, Yp, A, u, table[i]):
             return OVERFLOW
     return OK
 

@@ -11,9 +11,11 @@ axes) and r_i = R_root_link offset_i:
 
 (Khatib's operational-space inertia of the point: the mass that an obstacle met along u_i
 feels; RobotModel.effective_mass computes the same for one point and any direction). A
-point at rest has no direction of motion: its m_i is reported along the direction of the
-largest effective mass (the smallest eigenvalue of A_i), the worst case for a contact
-(the eigenvector's sign: its largest component positive).
+point at rest (a computed |v_i| within the round-off bound of J_p,i qd,
+:func:`.kernel.rest_speed`; its speed is then reported as 0) has no direction of motion:
+its m_i is reported along the direction of the largest effective mass (the smallest
+eigenvalue of A_i), the worst case for a contact (the eigenvector's sign: its largest
+component positive).
 
 All points of a state come from one numba pass (:mod:`.kernel`): one forward kinematics,
 one mass matrix and its Cholesky factor, then the few 3 x n products of each point.
@@ -74,8 +76,9 @@ def _as_point(model, e, k):
 @dataclass
 class PointMotion:
     """Per point (P points) for one state: position (P, 3) m and velocity (P, 3) m/s in root
-    axes, speed (P,) m/s, direction u (P, 3) (of motion; of the largest effective mass for a
-    point at rest), effective_mass (P,) kg along u (+inf where the arm cannot move the point
+    axes, speed (P,) m/s (0 at rest: no speed beyond round-off, :func:`.kernel.rest_speed`),
+    direction u (P, 3) (of motion; of the largest effective mass for a point at rest),
+    effective_mass (P,) kg along u (+inf where the arm cannot move the point
     along u)."""
     position: np.ndarray
     velocity: np.ndarray

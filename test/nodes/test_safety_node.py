@@ -182,3 +182,46 @@ def test_check_trajectory_safety_service(arm):
         trajectory=traj, body_region="toes"), process=proc)
     assert not r.success and "unknown body region 'toes'" in r.message
     ros_utils.assert_running(proc)
+
+
+def _all_finite(r):
+    return math.isfinite(r.scale) and all(math.isfinite(x) for x in r.ratio)
+
+
+def test_check_trajectory_safety_refuses_what_no_retiming_fixes(arm):
+    """Answers with success false, a message that says why and finite fields, the node
+    running and no traceback in its log: (a) a moving trajectory under a region without
+    transient contact (face, skull), whose s would be inf (it answered "cannot convert float
+    NaN to integer" with t_0 = 0, "internal error: OverflowError" with t_0 > 0); (b) a
+    retiming whose times exceed Duration's int32 seconds (s ~ 5e11 from 1e-16 m^2 of
+    contact: sec wrapped to a negative number with success true). A retiming as large that
+    still fits is answered, its time t s to float precision."""
+    node, proc, _, _, _ = arm
+    name = "dynamics_node/check_trajectory_safety"
+
+    def ask(times, **request):
+        traj = JointTrajectory(joint_names=["joint1", "joint2"])
+        for k, t in enumerate(times):
+            traj.points.append(JointTrajectoryPoint(positions=[0.1 * k, 0.0],
+                                                    velocities=[1.0, 0.0]))
+            traj.points[-1].time_from_start.sec = int(t)
+            traj.points[-1].time_from_start.nanosec = int(round((t - int(t)) * 1e9))
+        return ros_utils.call_service(node, CheckTrajectorySafety, name, CheckTrajectorySafety
+                                      .Request(trajectory=traj, **request), process=proc,
+                                      timeout=60.0)     # (the first: the node may be busy)
+    for region in ("face", "skull_forehead"):
+        for times in ([0.0, 1.0], [1.0, 2.0]):
+            r = ask(times, body_region=region)
+            assert not r.success and _all_finite(r), r.message
+            assert (f"body region '{region}' permits no transient contact" in r.message
+                    and "cannot be made safe by slowing down" in r.message), r.message
+    r = ask([0.0, 2.0], contact_area=1e-16)
+    assert not r.success and _all_finite(r), r.message
+    assert "beyond max_time = 2147483647 s: refused" in r.message, r.message
+    r = ask([0.0, 1e-3], contact_area=1e-16)
+    assert r.success and r.scale > 1e11, r.message
+    t = r.retimed.points[1].time_from_start
+    assert t.sec > 0 and t.sec + 1e-9 * t.nanosec == pytest.approx(1e-3 * r.scale, rel=1e-15)
+    ros_utils.assert_running(proc)
+    log = ros_utils.read_log(proc)
+    assert "Traceback" not in log and "internal error" not in log, log[-3000:]

@@ -293,3 +293,63 @@ def test_trajectory_bad_input():
     bad[1, 4] = np.nan
     with pytest.raises(InputError, match=r"velocities\[1\]\[4\] is nan"):
         check_trajectory(mon, P, bad, [0, 1, 2])
+
+
+@pytest.mark.parametrize("region", ["skull_forehead", "face"])
+@pytest.mark.parametrize("t0", [0.0, 0.5])
+def test_trajectory_under_a_region_without_transient_contact_is_refused(region, t0):
+    """Skull/forehead and face permit no transient contact (v_max = 0): a trajectory that
+    moves any point cannot be made safe by slowing down. Refused with a message saying so
+    (it was s = inf: times inf or NaN, which the node failed to convert); standing still
+    (and a wrist motion that moves no monitored point) is compliant as is."""
+    model = RobotModel.from_urdf_file(robot_path("panda"))
+    bm = BodyModel.load()
+    assert bm[region].transient_force() == 0.0
+    mon = SafetyMonitor(model, default_points(model), bm[region])
+    P = np.linspace(np.zeros(7), np.full(7, 0.4), 3)
+    V = np.zeros((3, 7))
+    V[1, 1] = 0.2                              # waypoint 1 moves the arm
+    t = t0 + np.arange(3.0)
+    with pytest.raises(InputError, match=rf"body region '{region}' permits no transient "
+                       r"contact.*waypoint 1 moves .*cannot be made safe by slowing down"):
+        check_trajectory(mon, P, V, t)
+    V[1, 1] = 0.0
+    V[:, 6] = 1.0                              # only joint 7: no monitored point moves
+    chk = check_trajectory(mon, P, V, t, max_time=2 ** 31 - 1)
+    assert chk.scale == 1.0 and (chk.ratio == 0).all()
+    np.testing.assert_array_equal(chk.time_from_start, t)
+
+
+def test_retiming_whose_times_exceed_max_time_is_refused():
+    """A tiny contact area makes v_max tiny and s huge: hands, 1e-16 m^2 at the most
+    restrictive transient pressure p_T (380 N/cm^2): F = 3.8e-10 N, v_max = F / sqrt(mu k)
+    ~ 2e-12 m/s against the flange's 0.088 m/s (joint 1 at 1 rad/s, q = 0): s ~ 4e10.
+    Retimed times beyond max_time (what a message's int32 seconds hold) are refused (the
+    node wrapped them to a negative sec); within it, the same s is applied."""
+    model = RobotModel.from_urdf_file(robot_path("panda"))
+    hand = BodyModel.load()["hands_fingers"]
+    area = 1e-16
+    mon = SafetyMonitor(model, default_points(model), hand, contact_area=area)
+    P = np.zeros((2, 7))
+    V = np.zeros((2, 7))
+    V[1, 0] = 1.0
+    chk = check_trajectory(mon, P, V, [0.0, 1e-3])
+    # mu <= m_H, so v_max >= p_T A / sqrt(m_H k) and s <= 0.088 sqrt(m_H k) / (p_T A)
+    s_max = 0.088 * math.sqrt(hand.effective_mass * hand.spring_constant) / (
+        hand.pressure(transient=True) * area)
+    assert 1e10 < chk.scale <= s_max * (1 + 1e-9) and chk.scale == chk.ratio[1]
+    assert chk.time_from_start[1] == pytest.approx(1e-3 * chk.scale, rel=1e-15)
+    for t in ([0.0, 2.0], [1.0, 1.0]):
+        with pytest.raises(InputError, match=r"would put time_from_start at .* s, beyond "
+                           r"max_time = 2147483647 s: refused"):
+            check_trajectory(mon, P, V, t, max_time=2 ** 31 - 1)
+    assert check_trajectory(mon, P, V, [0.0, 1e-3], max_time=2 ** 31 - 1).scale == chk.scale
+    with pytest.raises(InputError, match="overflowing float64"):
+        check_trajectory(mon, P, V, [0.0, 1e300])
+    # 1e-320 m^2: v_max ~ 1e-316 m/s, every moving point's ratio overflows to inf although
+    # F > 0 (the first: link4, links 1-3 lie on joint 1's axis at q = 0)
+    mon = SafetyMonitor(model, default_points(model), hand, contact_area=1e-320)
+    with pytest.raises(InputError, match=r"the permissible speed is 0 to machine precision "
+                       r"\(contact_area 1e-320 m\^2\): waypoint 1 moves 'panda_link4'.*cannot "
+                       r"be made safe by slowing down"):
+        check_trajectory(mon, P, V, [0.0, 1.0])

@@ -259,3 +259,121 @@ def test_point_on_the_root_never_moves():
     s = mon.assess(np.full(7, 0.4), np.ones(7))
     assert s.motion.speed[0] == 0.0 and s.motion.effective_mass[0] == math.inf
     np.testing.assert_allclose(s.motion.position[0], [0.1, 0.0, 0.2], atol=1e-15)
+
+
+def _axis(pm, data, v_order, j):
+    """(origin, unit axis) in root axes of our joint j from Pinocchio: its placement and
+    the angular part of its own column in its LOCAL Jacobian (the URDF axis, exactly)."""
+    import pinocchio as pin
+    joint = [i for i, jm in enumerate(pm.joints) if jm.nv == 1 and jm.idx_v == v_order[j]][0]
+    w = pin.getJointJacobian(pm, data, joint, pin.ReferenceFrame.LOCAL)[3:, v_order[j]]
+    return data.oMi[joint].translation, data.oMi[joint].rotation @ w
+
+
+@pytest.mark.parametrize("name", ["panda", "ur5"])
+def test_point_on_the_only_moving_axis_is_at_rest(name):
+    """One joint moves alone. A monitored point on its axis does not move: the kernel
+    reports it at rest (speed 0, ratio 0) with the at-rest worst case m = 1 / lambda_min(A)
+    of Pinocchio's A = J_p M^-1 J_p^T (its computed J_p qd is round-off, ~1e-17 m/s, and
+    was taken for a direction: 1.07 kg on the Panda's flange where the worst case is
+    7.9 kg); a point off the axis moves at (its distance) |qd_j| along the tangent."""
+    import pinocchio as pin
+    path = robot_path("panda") if name == "panda" else erd("ur_description/urdf/ur5_robot.urdf")
+    model = RobotModel.from_urdf_file(path)
+    pm = pin.buildModelFromUrdf(str(path))
+    points = default_points(model, extra=[(model.default_tip, (0.0, 0.0, 0.03))])
+    for k, p in enumerate(points):
+        parent = pm.frames[pm.getFrameId(p.link)]
+        pm.addFrame(pin.Frame(f"probe{k}", parent.parentJoint,
+                              parent.placement * pin.SE3(np.eye(3), np.array(p.offset)),
+                              pin.FrameType.OP_FRAME))
+    data = pm.createData()
+    names = list(pm.names)
+    v_order = [pm.joints[names.index(j)].idx_v for j in model.joint_names]
+    q_order = [pm.joints[names.index(j)].idx_q for j in model.joint_names]
+    hand = BodyModel.load()["hands_fingers"]
+    mon = SafetyMonitor(model, points, hand)
+    rng = np.random.default_rng(23)
+    on_axis = 0
+    for trial in range(6):
+        q = rng.uniform(-2, 2, model.n)
+        qp = np.zeros(pm.nq)
+        qp[q_order] = q
+        pin.computeJointJacobians(pm, data, qp)
+        pin.updateFramePlacements(pm, data)
+        M = pin.crba(pm, data, qp)
+        M = (np.triu(M) + np.triu(M, 1).T)[np.ix_(v_order, v_order)]
+        pos = np.array([data.oMf[pm.getFrameId(f"probe{k}")].translation
+                        for k in range(len(points))])
+        for j in range(model.n - 3, model.n):         # the wrist joints, one at a time
+            qd = np.zeros(model.n)
+            qd[j] = rng.choice([-1.0, 1.0]) * rng.uniform(0.5, 2.0)
+            s = mon.assess(q, qd)
+            o, axis = _axis(pm, data, v_order, j)
+            dist = np.linalg.norm(np.cross(pos - o, axis), axis=1)
+            for k in range(len(points)):
+                Jp = pin.getFrameJacobian(pm, data, pm.getFrameId(f"probe{k}"),
+                                          pin.ReferenceFrame.LOCAL_WORLD_ALIGNED)[:3, v_order]
+                A = Jp @ np.linalg.solve(M, Jp.T)
+                moved = Jp[:, j].any()       # a point below joint j (else it cannot move)
+                if moved and dist[k] < 1e-12:
+                    on_axis += 1
+                    assert s.motion.speed[k] == 0.0 and s.ratio[k] == 0.0, points[k].label
+                    w = np.linalg.eigvalsh(A)
+                    assert s.motion.effective_mass[k] == pytest.approx(1.0 / w[0], rel=1e-9)
+                    assert s.v_max[k] == pytest.approx(permissible_speed(hand, 1.0 / w[0]),
+                                                       rel=1e-12)
+                elif moved and dist[k] > 1e-6:
+                    assert s.motion.speed[k] == pytest.approx(dist[k] * abs(qd[j]), rel=1e-9,
+                                                              abs=0)
+                    tangent = np.cross(axis, pos[k] - o) * np.sign(qd[j])
+                    np.testing.assert_allclose(s.motion.direction[k],
+                                               tangent / np.linalg.norm(tangent), atol=1e-9)
+    assert on_axis >= 6          # the Panda's flange and the tip's extra point; UR5's wrist
+
+
+def test_slow_true_motion_above_the_round_off_bound_is_moving():
+    """A point 1e-13 m .. 1e-12 m off the only moving joint's axis moves, slowly but truly:
+    its speed exceeds the round-off bound of docs/safety.md, v_rest = 8 (d + 2) eps
+    sum_j |qd_j| (|S_v,j| + |S_w,j| l) (written out here for the Panda's joint 7 alone:
+    d = 7 joints above the flange, |S_w| = 1, |S_v| = |o_7 x a_7|, l the largest distance of
+    the point and the link origins from the base), so it is assessed along its motion."""
+    import pinocchio as pin
+    path = robot_path("panda")
+    model = RobotModel.from_urdf_file(path)
+    pm = pin.buildModelFromUrdf(path)
+    data = pm.createData()
+    q = np.array([0.3, -0.5, 0.2, -1.8, 0.4, 1.6, 0.7])
+    pin.forwardKinematics(pm, data, q)
+    o7 = data.oMi[7].translation
+    a7 = data.oMi[7].rotation[:, 2]
+    reach = max(np.linalg.norm(data.oMi[i].translation) for i in range(1, 8))
+    qd7 = 1.5
+    v_rest = 8 * (7 + 2) * np.finfo(float).eps * qd7 * (np.linalg.norm(np.cross(o7, a7))
+                                                         + reach)
+    assert 1e-15 < v_rest < 1e-13                  # the bound is round-off, not a speed
+    qd = np.r_[np.zeros(6), qd7]
+    for factor in (3.0, 30.0):
+        delta = factor * v_rest / qd7          # off the axis along the link's x
+        mon = SafetyMonitor(model, [MonitoredPoint("panda_link8", (0.0, 0.0, 0.0), "flange"),
+                                    MonitoredPoint("panda_link8", (delta, 0.0, 0.0), "off")],
+                            BodyModel.load()["face"])
+        s = mon.assess(q, qd)
+        assert s.motion.speed[0] == 0.0 and s.ratio[0] == 0.0      # on the axis: at rest
+        assert s.motion.speed[1] == pytest.approx(delta * qd7, rel=0.2 / factor, abs=0)
+        tangent = np.cross(a7, data.oMi[7].rotation[:, 0])   # a7 x (the offset's axis)
+        np.testing.assert_allclose(s.motion.direction[1], tangent, atol=0.2 / factor)
+        assert s.ratio[1] == math.inf and s.speed_scale == 0.0      # the face: stop
+
+
+def test_wrist_only_motion_under_a_region_without_transient_contact():
+    """Joint 7 of the Panda alone moves no monitored point (its origin and the flange lie on
+    its axis; the other links sit above it): under the face, which permits no transient
+    contact, nothing is too fast and the speed scale stays 1 (it was 0, 'stop')."""
+    model = RobotModel.from_urdf_file(robot_path("panda"))
+    mon = SafetyMonitor(model, default_points(model), BodyModel.load()["face"])
+    rng = np.random.default_rng(31)
+    for _ in range(10):
+        s = mon.assess(rng.uniform(-2, 2, 7), np.r_[np.zeros(6), rng.uniform(-2.5, 2.5)])
+        assert (s.motion.speed == 0).all() and (s.ratio == 0).all(), s.motion.speed
+        assert s.speed_scale == 1.0
