@@ -117,8 +117,9 @@ _SUBSTITUTION = re.compile(r"\$[{(]")     # xacro's lexer: ${expr}, $(ext), $${ 
 def needs_xacro(text: str) -> bool:
     """Whether xacro would change the XML ``text`` (module docstring): an element or attribute
     named ``xacro:...``, ``${`` / ``$(`` in an attribute value or text outside CDATA, or
-    a comment with ``xacro:eval-comments``. Text that is not well-formed XML: False (the
-    URDF parser then names the error; xacro could not read it either)."""
+    a comment with ``xacro:eval-comments``. Text that is not well-formed XML: True if it
+    holds ``<xacro:``, ``${`` or ``$(`` anywhere (xacro then names the file and the XML
+    error), else False (the URDF parser names the error)."""
     parser = xml.parsers.expat.ParserCreate()      # no namespace processing: "xacro:macro"
     found, pending, cdata = [], [], [False]
 
@@ -155,7 +156,7 @@ def needs_xacro(text: str) -> bool:
     try:
         parser.Parse(text, True)
     except xml.parsers.expat.ExpatError:
-        return False
+        return re.search(r"<xacro:|\$[{(]", text) is not None
     return bool(found)
 
 

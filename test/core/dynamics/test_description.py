@@ -189,3 +189,18 @@ def test_example_robot_data_needs_xacro_only_where_xacro_changes_it():
             declaring.append(f)
     assert (len(files), len(declaring)) == (69, 38)
     assert [f for f in declaring if _xacro_changes(f)] == []
+
+
+def test_broken_xml_is_named_with_its_file(tmp_path):
+    """Not well-formed: with xacro constructs in it, xacro's error names the file; without,
+    the text goes to the URDF parser as written (which names the XML error)."""
+    path = tmp_path / "arm.urdf.xacro"
+    path.write_text(f'<robot name="r" {XACRO_NS}><xacro:property name="a" value="1"/>'
+                    '<link name="${a}"></robot>')
+    with pytest.raises(URDFError, match="arm.urdf.xacro"):
+        load_description(path)
+    plain = tmp_path / "arm.urdf"
+    plain.write_text(f'<robot name="r" {XACRO_NS}><link name="a"></robot>')
+    assert load_description(plain) == plain.read_text()
+    with pytest.raises(URDFError, match="invalid URDF XML"):
+        RobotModel.from_urdf_file(plain)
