@@ -40,7 +40,9 @@ Your arm: ``--urdf PATH`` (URDF or xacro; ``--xacro-arg name:=value``, ``--packa
 DIR`` for ``$(find pkg)`` and ``package://``; ``--tip LINK``): the same phases, with the
 start pose, reference, gains, observer thresholds, push, obstacle, floor and camera chosen
 from the model (:mod:`.scenario`); a phase the arm cannot play is skipped
-and the reason printed. The pictures show the URDF's visuals when all are found, else the
+and the reason printed. An arm it cannot play at all (a URDF or xacro that does not load,
+the xacro extra missing, no moving joint, a moving link without mass or inertia) is
+refused before any node starts: one ``error:`` line on stderr, exit status 2. The pictures show the URDF's visuals when all are found, else the
 capsules (one line says which). ``--time-scale`` shortens every phase,
 ``--real-time-factor`` speeds up the lockstep simulator, ``--no-plots`` writes no figure.
 
