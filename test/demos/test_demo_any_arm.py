@@ -11,7 +11,7 @@ entry along the tracked motion equals the recording assessed sample by sample
 (test/demos/safety_checks.py).
 
 Wall time (measured once, the shared 2-core machine at load average 7-10): 240 s for the
-four arms, 53-60 s each, most of it the three node processes' start-up.
+four arms, 53-60 s each (a direct UR5 run at load 9: 107 s, of it 46 s start-up).
 """
 import json
 import os
