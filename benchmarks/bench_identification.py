@@ -9,9 +9,9 @@ Timed (best of --repeat), each from the raw arrays to the estimate:
   pipeline, all     the same with decimate=1: the regressor at all 20 000 samples
   consistent        identify(consistent=True) on the default samples: the semidefinite
                     program (core/identification/consistent_fit.py, cvxpy + Clarabel; cvxpy
-  imported before) consistent, main  the same call in the main checkout (``--main``, default
-                    /work/main: before issue 21, a Levenberg-Marquardt fit over log-Cholesky
-                    coordinates), in a subprocess on the same data in the same run (its
+  imported before) consistent, main  the same call in another checkout (``--main PATH``, none by default;
+                    measured against main before issue 21, a Levenberg-Marquardt fit over
+                    log-Cholesky coordinates), in a subprocess on the same data in the same run (its
                     numba cache in a temporary directory, no bytecode written there)
   peer              one batched model.inverse_dynamics over the same 20 000 states
 Prints seconds, the ratio to the peer (the issue's goal: under 5 s on a 7-DOF arm) and,
@@ -111,8 +111,9 @@ def in_checkout(root, repeat):
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--repeat", type=int, default=3)
-    p.add_argument("--main", default="/work/main",
-                   help="checkout whose consistent fit is timed for comparison ('' : none)")
+    p.add_argument("--main", default="",
+                   help="a checkout (e.g. `git worktree add /tmp/main main`) whose consistent "
+                        "fit is timed for comparison (default: none)")
     args = p.parse_args()
     warnings.simplefilter("ignore")
     model, true, t, q, qd, qdd, tau = plant_data()

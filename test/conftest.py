@@ -28,6 +28,11 @@ os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
 os.environ.pop("ROS_LOCALHOST_ONLY", None)  # deprecated; conflicting values only warn
 if not os.environ.get("ROS_DOMAIN_ID", "").strip():
     os.environ["ROS_DOMAIN_ID"] = str(os.getpid() % 100 + 1)
+# numba's pool has one thread per CPU: on a one-CPU machine, two, so that the threaded
+# kernels and their launch rules (test/core/dynamics/test_threads.py) run there too
+# (before anything imports numba; an explicit NUMBA_NUM_THREADS is kept)
+if (os.cpu_count() or 1) < 2:
+    os.environ.setdefault("NUMBA_NUM_THREADS", "2")
 
 import pytest  # noqa: E402
 

@@ -40,7 +40,9 @@ Your arm: ``--urdf PATH`` (URDF or xacro; ``--xacro-arg name:=value``, ``--packa
 DIR`` for ``$(find pkg)`` and ``package://``; ``--tip LINK``): the same phases, with the
 start pose, reference, gains, observer thresholds, push, obstacle, floor and camera chosen
 from the model (:mod:`.scenario`); a phase the arm cannot play is skipped
-and the reason printed. The pictures show the URDF's visuals when all are found, else the
+and the reason printed. An arm it cannot play at all (a URDF or xacro that does not load,
+the xacro extra missing, no moving joint, a moving link without mass or inertia) is
+refused before any node starts: one ``error:`` line on stderr, exit status 2. The pictures show the URDF's visuals when all are found, else the
 capsules (one line says which). ``--time-scale`` shortens every phase,
 ``--real-time-factor`` speeds up the lockstep simulator, ``--no-plots`` writes no figure.
 
@@ -68,6 +70,7 @@ import json
 import os
 import sys
 import time
+import warnings
 from pathlib import Path
 
 from .processes import _ros_environment, require_parts
@@ -124,6 +127,36 @@ def _parser():
     return parser
 
 
+def _refuse(message):
+    """The demo cannot run on this arm: ``error: <message>`` (one line) and exit status 2."""
+    print(f'error: {message}', file=sys.stderr)
+    sys.exit(2)
+
+
+def _user_arm(args):
+    """(RobotModel, URDF text) of --urdf, which the simulator can build; otherwise exit
+    with one line (:func:`_refuse`): a URDF or xacro that does not load (URDFError, the
+    xacro extra missing), or one the simulator refuses at start (no moving joint, a moving
+    link without mass or inertia: sim.plants.build_plant's one-line ValueError). The
+    core's warnings about the model (massless joints, inertias kept as written) follow as
+    one ``warning:`` line each when the demo goes on."""
+    from manip_dynamics.core.errors import ManipDynamicsError
+    from manip_dynamics.sim.plants import build_plant, load_robot
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter('always')
+            model, urdf_xml = load_robot('', args.urdf, args.xacro_arg, args.package_path)
+    except ManipDynamicsError as exc:
+        _refuse(exc if args.urdf in str(exc) else f'{args.urdf}: {exc}')
+    try:
+        build_plant(urdf_xml, model, {'plant': 'mujoco'}, 0.001)
+    except ValueError as exc:
+        _refuse(f'{args.urdf}: {exc}')
+    for warning in caught:
+        print(f'warning: {warning.message}', file=sys.stderr)
+    return model, urdf_xml
+
+
 def _robot(args, out_dir):
     """(robot name, RobotModel, URDF text, scenario, tip) of --robot or --urdf."""
     from manip_dynamics.sim.plants import load_robot
@@ -132,11 +165,11 @@ def _robot(args, out_dir):
         model, urdf_xml = load_robot(args.robot, '')
         return args.robot, model, urdf_xml, SCENARIOS[args.robot], model.default_tip
     from manip_dynamics.demos.scenario import scenario_for
-    model, urdf_xml = load_robot('', args.urdf, args.xacro_arg, args.package_path)
+    model, urdf_xml = _user_arm(args)
     tip = args.tip or model.default_tip
     if tip not in model.frame_names:
-        raise SystemExit(f'--tip: no link {tip!r} in {args.urdf} (links: '
-                         f'{", ".join(model.frame_names)})')
+        _refuse(f'--tip: no link {tip!r} in {args.urdf} (links: '
+                f'{", ".join(model.frame_names)})')
     args.urdf_file = (out_dir / 'robot.urdf').resolve()    # the expanded description
     args.urdf_file.write_text(urdf_xml, encoding='utf-8')
     scenario = dict(scenario_for(model, tip, urdf_xml), tip=tip)

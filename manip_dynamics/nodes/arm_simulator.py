@@ -45,7 +45,7 @@ from rclpy.time import Time
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, String
 
-from manip_dynamics import ManipDynamicsError
+from manip_dynamics import ManipDynamicsError, MissingDependencyError
 from manip_dynamics.nodes.runner import declare_table, run_node, table_values
 from manip_dynamics.sim.commands import CommandHold, MeasurementNoise
 from manip_dynamics.sim.parameters import PARAMETERS, check, check_all, per_joint
@@ -265,8 +265,10 @@ class ArmSimulator(Node):
 
 
 def main(args=None) -> int:
-    # A start-up value out of its table bounds or refused by check(): "cannot start: ...".
-    return run_node(ArmSimulator, args, fatal=(ValueError, ParameterException),
+    # A start-up value out of its table bounds or refused by check(), or a xacro urdf_file
+    # without the xacro extra installed: "cannot start: ..." (one line).
+    return run_node(ArmSimulator, args, fatal=(ValueError, ParameterException,
+                                               MissingDependencyError),
                     name="arm_simulator")
 
 

@@ -24,7 +24,7 @@ from types import MappingProxyType
 from typing import Any, Callable, Mapping, Optional
 
 from manip_dynamics.core.dynamics.description import load_description
-from manip_dynamics.core.errors import ManipDynamicsError, URDFError
+from manip_dynamics.core.errors import ManipDynamicsError, MissingDependencyError, URDFError
 from manip_dynamics.core.dynamics.model import RobotModel
 from manip_dynamics.rules.dynamics_parameters import (SPECS, ParameterValueError,
                                                       make_snapshot, model_conflicts)
@@ -55,10 +55,11 @@ class Description:
 
 def read_text(path: str, xacro_args: str = "") -> str:
     """The URDF text of ``path`` (a xacro file expanded with ``xacro_args``);
-    ParameterValueError on urdf_file if it cannot be read or expanded."""
+    ParameterValueError on urdf_file if it cannot be read or expanded (MissingExtraError
+    included: a xacro file without the xacro extra installed)."""
     try:
         return load_description(path, xacro_args or None)
-    except URDFError as exc:
+    except (URDFError, MissingDependencyError) as exc:
         raise ParameterValueError("urdf_file", str(exc))
 
 

@@ -1,9 +1,20 @@
 """Robot descriptions from files: URDF as written, or xacro expanded (no ROS needed).
 
-:func:`load_description` returns the URDF text of a ``.urdf`` file, or of a ``.xacro`` file
-expanded by the ``xacro`` package (PyPI) with arguments (``name:=value``). ``$(find pkg)``
-in a xacro file and ``package://pkg/...`` URIs (:func:`resolve_package_uri`, used for
-meshes) are resolved through, in this order:
+:func:`load_description` returns the text of a file as written when it holds nothing
+xacro would change, else the file expanded by the ``xacro`` package (PyPI, the ``xacro``
+extra) with arguments (``name:=value``). What xacro changes (:func:`needs_xacro`, the
+constructs xacro 2's ``eval_all`` acts on, read with the same non-namespace XML parser,
+expat): an element or an attribute whose name has the prefix ``xacro:``; ``${`` or ``$(``
+(an expression, a substitution, or their ``$${`` / ``$$(`` escapes) in an attribute value
+or in text (CDATA sections excepted); a comment holding ``xacro:eval-comments``. A
+declaration ``xmlns:xacro=...`` alone is not one: most URDFs are xacro output and keep
+it, and they load without xacro installed. The file name (``.xacro`` or not) plays no
+part; ``xacro_args`` given always expand. Where xacro is needed but not installed:
+:class:`~manip_dynamics.core.errors.MissingExtraError`, one line ending in
+``pip install "manip_dynamics[xacro]"``.
+
+``$(find pkg)`` in a xacro file and ``package://pkg/...`` URIs (:func:`resolve_package_uri`,
+used for meshes) are resolved through, in this order:
 
 1. explicit ``package_paths``: each entry either the package directory itself (its name,
    or the ``<name>`` in its ``package.xml``, is the package) or a directory holding package
@@ -21,9 +32,11 @@ import os
 import re
 import threading
 import xml.etree.ElementTree as ET
+import xml.parsers.expat
 from pathlib import Path
 
 from ..errors import URDFError
+from ..extras import import_extra
 
 _XACRO_LOCK = threading.Lock()     # the xacro package keeps its state in module globals
 
@@ -98,14 +111,60 @@ def parse_xacro_args(xacro_args) -> dict[str, str]:
     return out
 
 
-def _is_xacro(path: Path, text: str) -> bool:
-    return path.suffix == ".xacro" or re.search(r"xmlns:xacro\s*=", text) is not None
+_SUBSTITUTION = re.compile(r"\$[{(]")     # xacro's lexer: ${expr}, $(ext), $${ / $$( escapes
+
+
+def needs_xacro(text: str) -> bool:
+    """Whether xacro would change the XML ``text`` (module docstring): an element or attribute
+    named ``xacro:...``, ``${`` / ``$(`` in an attribute value or text outside CDATA, or
+    a comment with ``xacro:eval-comments``. Text that is not well-formed XML: True if it
+    holds ``<xacro:``, ``${`` or ``$(`` anywhere (xacro then names the file and the XML
+    error), else False (the URDF parser names the error)."""
+    parser = xml.parsers.expat.ParserCreate()      # no namespace processing: "xacro:macro"
+    found, pending, cdata = [], [], [False]
+
+    def text_ends(*_):
+        if pending and _SUBSTITUTION.search("".join(pending)):
+            found.append(True)
+        pending.clear()
+
+    def start(name, attrs):
+        text_ends()
+        if name.startswith("xacro:") or any(
+                k.startswith("xacro:") or _SUBSTITUTION.search(v) for k, v in attrs.items()):
+            found.append(True)
+
+    def characters(data):
+        if not cdata[0]:
+            pending.append(data)
+
+    def comment(data):
+        text_ends()
+        if "xacro:eval-comments" in data:
+            found.append(True)
+
+    def cdata_starts():
+        text_ends()
+        cdata[0] = True
+
+    def cdata_ends():
+        cdata[0] = False
+
+    parser.StartElementHandler, parser.EndElementHandler = start, text_ends
+    parser.CharacterDataHandler, parser.CommentHandler = characters, comment
+    parser.StartCdataSectionHandler, parser.EndCdataSectionHandler = cdata_starts, cdata_ends
+    try:
+        parser.Parse(text, True)
+    except xml.parsers.expat.ExpatError:
+        return re.search(r"<xacro:|\$[{(]", text) is not None
+    return bool(found)
 
 
 def _expand_xacro(path: Path, mappings: dict, package_paths) -> str:
-    """xacro's expansion of ``path`` with ``$(find)`` going through :func:`find_package`."""
-    import xacro
-    from xacro import substitution_args
+    """xacro's expansion of ``path`` with ``$(find)`` going through :func:`find_package`;
+    MissingExtraError (one line) if xacro is not installed."""
+    xacro = import_extra("xacro", f"the xacro file {str(path)!r}")
+    substitution_args = import_extra("xacro.substitution_args", f"the xacro file {str(path)!r}")
 
     def find(pkg):
         return str(find_package(pkg, package_paths).resolve())
@@ -135,10 +194,12 @@ def _expand_xacro(path: Path, mappings: dict, package_paths) -> str:
 
 
 def load_description(path, xacro_args=None, package_paths=None) -> str:
-    """The URDF text of the file at ``path``: read as is, or, for a ``.xacro`` file (or
-    one declaring the xacro namespace, or when ``xacro_args`` are given), expanded by
-    xacro with ``xacro_args`` (see :func:`parse_xacro_args`). URDFError naming the file and
-    the include / package / argument that cannot be resolved."""
+    """The URDF text of the file at ``path``: read as is, or, when xacro would change it
+    (:func:`needs_xacro`) or ``xacro_args`` are given, expanded by xacro with
+    ``xacro_args`` (see :func:`parse_xacro_args`). URDFError naming the file and the
+    include / package / argument that cannot be resolved; MissingExtraError (one line,
+    the ``pip install`` of the ``xacro`` extra) if it needs xacro and xacro is not
+    installed."""
     path = Path(os.path.expanduser(str(path))).absolute()
     try:
         text = path.read_text(encoding="utf-8")
@@ -146,7 +207,7 @@ def load_description(path, xacro_args=None, package_paths=None) -> str:
         raise URDFError(f"cannot read {str(path)!r}: "
                         f"{exc.strerror or exc}") from None
     mappings = parse_xacro_args(xacro_args)
-    if not (mappings or _is_xacro(path, text)):
+    if not (mappings or needs_xacro(text)):
         return text
     return _expand_xacro(path, mappings, package_paths)
 
@@ -160,5 +221,5 @@ def add_arguments(parser, what="--urdf") -> None:
                         help="where package:// and $(find pkg) look first (repeatable)")
 
 
-__all__ = ["load_description", "find_package", "resolve_package_uri", "parse_xacro_args",
+__all__ = ["load_description", "needs_xacro", "find_package", "resolve_package_uri", "parse_xacro_args",
            "add_arguments"]

@@ -105,3 +105,102 @@ def test_undefined_argument_and_bad_argument_syntax(tmp_path):
 def test_unreadable_file():
     with pytest.raises(URDFError, match="cannot read '/no/such.urdf': No such file"):
         load_description("/no/such.urdf")
+
+
+# --------------------------------------------------------------- what goes through xacro
+def _shape(node):
+    """A minidom node as nested tuples: elements (tag, attributes but xmlns:xacro, children),
+    text and CDATA (whitespace-only dropped), comments; what xacro's output is compared by."""
+    if node.nodeType == node.ELEMENT_NODE:
+        attrs = sorted((k, v) for k, v in node.attributes.items() if k != "xmlns:xacro")
+        kids = [s for s in (_shape(c) for c in node.childNodes) if s is not None]
+        return (node.tagName, attrs, kids)
+    if node.nodeType in (node.TEXT_NODE, node.CDATA_SECTION_NODE):
+        return ("text", node.data) if node.data.strip() else None
+    if node.nodeType == node.COMMENT_NODE:
+        return ("comment", node.data)
+    return None
+
+
+def _xacro_changes(path):
+    """Whether xacro itself (its process_file, no arguments) changes the document at
+    ``path``: the independent answer :func:`needs_xacro` must give."""
+    import xml.dom.minidom
+
+    import xacro
+    before = _shape(xml.dom.minidom.parse(str(path)).documentElement)
+    try:
+        after = _shape(xacro.process_file(str(path)).documentElement)
+    except Exception:            # noqa: BLE001  (e.g. an unresolvable $(find ...))
+        return True
+    return before != after
+
+
+XACRO_NS = 'xmlns:xacro="http://www.ros.org/wiki/xacro"'
+NEEDS_XACRO_CASES = {     # body of <robot ...>: does xacro change it?
+    "declaration only": ('<link name="a"><visual><geometry><box size="1 2 3"/></geometry>'
+                         '</visual></link>', False),
+    "comment with ${...}": ('<!-- <link name="${prefix}b"/> --><link name="a"/>', False),
+    "CDATA with ${...}": ('<link name="a"/><gazebo><![CDATA[x = ${y}]]></gazebo>', False),
+    "a lone $ in text": ('<link name="a"/><gazebo>costs $5 {a} (b)</gazebo>', False),
+    "property": ('<xacro:property name="l" value="1"/><link name="a"/>', True),
+    "expression in an attribute": ('<link name="a${1+1}"/>', True),
+    "substitution in an attribute": ('<link name="$(arg n)"/><xacro:arg name="n" '
+                                     'default="a"/>', True),
+    "expression in text": ('<link name="a"/><gazebo>${2*3}</gazebo>', True),
+    "escaped expression": ('<link name="a"/><gazebo>$${x}</gazebo>', True),
+    "xacro: attribute": ('<link name="a"/>', True),       # xacro:targetNamespace below
+    "eval-comments": ('<!-- xacro:eval-comments --><!-- ${1+1} --><link name="a"/>', True),
+}
+
+
+@pytest.mark.parametrize("case", sorted(NEEDS_XACRO_CASES))
+def test_xacro_runs_exactly_where_it_changes_the_file(case, tmp_path):
+    """needs_xacro against xacro itself, on what it acts on and what only looks like it;
+    a file needing no xacro is returned as written."""
+    from manip_dynamics.core.dynamics.description import needs_xacro
+    body, expected = NEEDS_XACRO_CASES[case]
+    extra = ' xacro:targetNamespace="urn:x"' if case == "xacro: attribute" else ""
+    text = f'<?xml version="1.0"?>\n<robot name="r" {XACRO_NS}{extra}>{body}</robot>\n'
+    path = tmp_path / "arm.urdf"
+    path.write_text(text)
+    assert _xacro_changes(path) is expected           # the cases mean what they say
+    assert needs_xacro(text) is expected
+    if not expected:
+        assert load_description(path) == text
+
+
+def test_example_robot_data_needs_xacro_only_where_xacro_changes_it():
+    """example-robot-data: no URDF of the 69 needs xacro, and for the 38 that declare
+    xmlns:xacro (xacro output; ur3.urdf an empty xacro wrapper) xacro itself agrees: it
+    changes nothing but the declaration."""
+    import glob
+
+    from manip_dynamics.core.dynamics.description import needs_xacro
+
+    from .test_pinocchio import ERD
+    files = sorted(glob.glob(f"{ERD}/**/*.urdf", recursive=True))
+    declaring = []
+    for f in files:
+        with open(f, encoding="utf-8") as fh:
+            text = fh.read()
+        assert not needs_xacro(text), f
+        if "xmlns:xacro" in text:
+            declaring.append(f)
+    assert (len(files), len(declaring)) == (69, 38)
+    assert [f for f in declaring if _xacro_changes(f)] == []
+
+
+def test_broken_xml_is_named_with_its_file(tmp_path):
+    """Not well-formed: with xacro constructs in it, xacro's error names the file; without,
+    the text goes to the URDF parser as written (which names the XML error)."""
+    path = tmp_path / "arm.urdf.xacro"
+    path.write_text(f'<robot name="r" {XACRO_NS}><xacro:property name="a" value="1"/>'
+                    '<link name="${a}"></robot>')
+    with pytest.raises(URDFError, match="arm.urdf.xacro"):
+        load_description(path)
+    plain = tmp_path / "arm.urdf"
+    plain.write_text(f'<robot name="r" {XACRO_NS}><link name="a"></robot>')
+    assert load_description(plain) == plain.read_text()
+    with pytest.raises(URDFError, match="invalid URDF XML"):
+        RobotModel.from_urdf_file(plain)
