@@ -190,7 +190,11 @@ class ModelSource:
             key = (desc.xml, values["root_link"], path, st.st_size, st.st_mtime_ns)
             model = self._sided.get(key)
             if model is None:
-                model = load_side_file(path, base).model
+                side = load_side_file(path, base)
+                model = side.model
+                if (side.drive_gain != 1.0).any():
+                    self._warn(f"side file {path}: drive_gain is read but not yet applied: "
+                               "measured efforts are taken as torques")
         except OSError as exc:
             return self._side_file_misfit(base, values, misfit,
                                           f"cannot read side file {path!r}: {exc.strerror}")

@@ -41,7 +41,10 @@ def arm(tmp_path):
 
 
 def test_the_side_file_beside_the_urdf_is_applied(arm):
-    state = ModelSource().for_parameters(defaults(urdf_file=str(arm)), NO_STATE)
+    warned = []
+    state = ModelSource(warned.append).for_parameters(defaults(urdf_file=str(arm)), NO_STATE)
+    assert warned == [f"side file {arm.with_name('arm.dynamics.yaml')}: drive_gain is read "
+                      "but not yet applied: measured efforts are taken as torques"]
     model = state.snapshot.model
     assert model.armature.tolist() == [0.0, 0.75]
     assert model.viscous[1] == 0.5 and model.coulomb[1] == 0.25
