@@ -273,12 +273,12 @@ class DynamicsNode(Node):
 
     def _adopt(self, desc: Description) -> None:
         """Use a new (parseable) description; parameters naming things it lacks are reset
-        to their defaults (ModelSource.for_description), each with an error naming it, so
-        the parameter server shows what is applied."""
+        to their defaults (dynamics_file to 'none'; ModelSource.for_description), each with
+        an error naming it, so the parameter server shows what is applied."""
         new = self._source.for_description(desc, self._state.values)
         for name, reason in new.resets.items():
             self.get_logger().error(
-                f"parameter {name} reset to {SPECS[name].default!r} for the robot description "
+                f"parameter {name} reset to {new.values[name]!r} for the robot description "
                 f"from {desc.origin}: {reason}")
         if new.resets:
             self._resetting = True

@@ -44,6 +44,12 @@ PARAMETERS: tuple[ParamSpec, ...] = (
               "Arguments of a xacro urdf_file, 'name:=value name2:=value2' ($(find pkg) "
               "resolved through ROS_PACKAGE_PATH / AMENT_PREFIX_PATH).",
               "name:=value entries separated by spaces"),
+    ParamSpec("dynamics_file", "string", "",
+              "Dynamics side file (YAML, docs/side_file.md): per-joint armature (reflected "
+              "rotor inertia, added to M's diagonal), friction and drive gains. '' = "
+              "<name>.dynamics.yaml beside urdf_file when that file exists, else none; "
+              "'none' = none. friction.* parameters override its friction.",
+              "a readable side file naming joints of the model"),
     ParamSpec("root_link", "string", "",
               "Link taken as the model's root (base); '' = the URDF's root link. Gravity, "
               "Jacobians and Lambda are expressed in this link's axes.",

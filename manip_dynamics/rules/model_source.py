@@ -5,8 +5,9 @@ parameter, else the last description received on the ``robot_description`` topic
 
 One path builds every state (:meth:`ModelSource.fit`): parse the description (a small
 cache of recent parses), judge ``root_link`` against the whole URDF, parse it rooted
-there, judge the other parameters naming links / joints against that model, apply
-gravity, friction and payload (:func:`make_snapshot`). It runs in one of two modes:
+there, judge the other parameters naming links / joints against that model, apply the dynamics side file
+(armature, friction: ``dynamics_file``, :func:`side_file_path`), then gravity, friction
+and payload (:func:`make_snapshot`). It runs in one of two modes:
 
 - strict (a parameter change, :meth:`ModelSource.for_parameters`): the first misfit
   refuses the change with a :class:`ParameterValueError` naming the parameter;
@@ -18,6 +19,7 @@ No rclpy here: warnings of the parser go to the ``warn`` callable given at const
 """
 from __future__ import annotations
 
+import os
 import warnings
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -26,6 +28,7 @@ from typing import Any, Callable, Mapping, Optional
 from manip_dynamics.core.dynamics.description import load_description
 from manip_dynamics.core.errors import ManipDynamicsError, MissingDependencyError, URDFError
 from manip_dynamics.core.dynamics.model import RobotModel
+from manip_dynamics.core.dynamics.side_file import load_side_file, side_file_beside
 from manip_dynamics.rules.dynamics_parameters import (SPECS, ParameterValueError,
                                                       make_snapshot, model_conflicts)
 from manip_dynamics.rules.snapshot import Snapshot
@@ -38,9 +41,11 @@ class Applied:
     """What the node's callbacks see: the snapshot and the parameter values it was built from."""
 
     snapshot: Optional[Snapshot]
-    base_model: Optional[RobotModel]          # as parsed (rooted), before gravity etc.
+    base_model: Optional[RobotModel]          # as parsed (rooted), with the side file,
+                                              # before gravity etc.
     values: Mapping[str, Any]
     origin: str = ""                          # where the robot description came from
+                                              # (and the side file, if one is applied)
     resets: Mapping[str, str] = field(default_factory=dict)   # lenient mode: name -> reason
 
 
@@ -63,12 +68,29 @@ def read_text(path: str, xacro_args: str = "") -> str:
         raise ParameterValueError("urdf_file", str(exc))
 
 
+NO_SIDE_FILE = "none"      # dynamics_file value: no side file, not even the one beside
+
+
+def side_file_path(values: Mapping[str, Any], desc: Description) -> Optional[str]:
+    """The side file ``values`` select for ``desc``: ``dynamics_file`` if set ('none':
+    None), else ``<name>.dynamics.yaml`` beside ``urdf_file`` when the description comes from
+    that file and the side file exists, else None."""
+    chosen = values.get("dynamics_file", "")
+    if chosen:
+        return None if chosen == NO_SIDE_FILE else chosen
+    if desc.responsible == "urdf_file" and values.get("urdf_file"):
+        beside = side_file_beside(values["urdf_file"])
+        return str(beside) if beside.is_file() else None
+    return None
+
+
 class ModelSource:
     """The robot-model rules of the dynamics node (see the module docstring)."""
 
     def __init__(self, warn: Callable[[str], None] = lambda text: None):
         self._warn = warn
         self._parsed: dict[tuple[str, str], RobotModel] = {}
+        self._sided: dict[tuple, RobotModel] = {}   # (xml, root, file, size, mtime) -> model
         self.topic_xml: Optional[str] = None     # last description received on the topic
 
     def description(self, values: Mapping[str, Any]) -> Optional[Description]:
@@ -142,6 +164,7 @@ class ModelSource:
         except ManipDynamicsError as exc:     # e.g. nothing movable below that link
             misfit("root_link", f"robot description rooted at {values['root_link']!r}: {exc}")
             base = self.parse(desc.xml, values["root_link"])
+        base, side_file = self._with_side_file(base, desc, values, misfit)
         for name, reason in model_conflicts(values, base).items():
             misfit(name, reason)
         try:
@@ -149,5 +172,42 @@ class ModelSource:
         except ManipDynamicsError as exc:      # e.g. the core refusing the payload here
             misfit("payload.frame", str(exc))
             snapshot = make_snapshot(base, values)
-        return Applied(snapshot, base, MappingProxyType(values), desc.origin,
+        origin = desc.origin + (f" with side file {side_file}" if side_file else "")
+        return Applied(snapshot, base, MappingProxyType(values), origin,
                        MappingProxyType(resets))
+
+    def _with_side_file(self, base: RobotModel, desc: Description, values: dict[str, Any],
+                        misfit: Callable[[str, str], None]) -> tuple[RobotModel, Optional[str]]:
+        """(``base`` with the side file :func:`side_file_path` selects (armature, friction;
+        the drive gains are not applied to efforts yet), that file or None). The same model object while the
+        file is unchanged (its path, size and modification time), so a parameter change is
+        no new model. A file that cannot be used is a misfit of ``dynamics_file``; in the
+        lenient mode it becomes 'none' (not the default '', which may select it again)."""
+        path = side_file_path(values, desc)
+        if path is None:
+            return base, None
+        try:
+            st = os.stat(path)
+            key = (desc.xml, values["root_link"], path, st.st_size, st.st_mtime_ns)
+            model = self._sided.get(key)
+            if model is None:
+                side = load_side_file(path, base)
+                model = side.model
+                if (side.drive_gain != 1.0).any():
+                    self._warn(f"side file {path}: drive_gain is read but not yet applied: "
+                               "measured efforts are taken as torques")
+        except OSError as exc:
+            return self._side_file_misfit(base, values, misfit,
+                                          f"cannot read side file {path!r}: {exc.strerror}")
+        except ManipDynamicsError as exc:
+            return self._side_file_misfit(base, values, misfit, str(exc))
+        if len(self._sided) >= PARSE_CACHE_SIZE:
+            self._sided.pop(next(iter(self._sided)))
+        self._sided[key] = model
+        return model, path
+
+    @staticmethod
+    def _side_file_misfit(base, values, misfit, reason):
+        misfit("dynamics_file", reason)          # strict: raises ParameterValueError
+        values["dynamics_file"] = NO_SIDE_FILE
+        return base, None

@@ -13,8 +13,10 @@
   with MuJoCo's message).
 * joints: URDF position limits -> MuJoCo ranges (``limited`` set explicitly: continuous
   joints stay unlimited), ``<dynamics damping friction>`` -> ``dof_damping`` and
-  ``dof_frictionloss`` (overridable), armature 0, limit time constant two steps; ``<limit effort>`` -> ``ctrlrange`` of one
-  motor per joint (transmission: the joint, gear 1; effort 0 = unlimited).
+  ``dof_frictionloss`` (overridable), the model's armature -> ``dof_armature`` (MuJoCo adds
+  it to M's diagonal as the core does), limit time constant two steps; ``<limit effort>``
+  -> ``ctrlrange`` of one motor per joint (transmission: the joint, gear 1; effort 0 =
+  unlimited).
 * gravity = the core model's; dense constraint Jacobians (``efc_J`` rows read in joint
   space).
 * perturbations of the truth: link masses (and inertia tensors) and centres of mass scaled
@@ -91,7 +93,8 @@ def urdf_spec(urdf_xml: str) -> mujoco.MjSpec:
 
 
 def _configure_joints(spec, model, options: SceneOptions):
-    """Limits, damping, friction loss, armature 0 and one torque motor per model joint."""
+    """Limits, damping, friction loss, armature (the model's) and one torque motor per model
+    joint."""
     viscous = model.viscous if options.viscous is None else options.viscous
     coulomb = model.coulomb if options.coulomb is None else options.coulomb
     for i, name in enumerate(model.joint_names):
@@ -107,7 +110,7 @@ def _configure_joints(spec, model, options: SceneOptions):
             joint.solref_limit = [2.0 * options.timestep, 1.0]
         joint.damping = [float(viscous[i]), 0.0, 0.0]
         joint.frictionloss = float(coulomb[i])
-        joint.armature = 0.0
+        joint.armature = float(model.armature[i])
         joint.actfrclimited = mujoco.mjtLimited.mjLIMITED_FALSE   # the motor's ctrlrange clamps
         effort = float(model.effort_limits[i])
         limited = bool(np.isfinite(effort) and effort > 0)

@@ -22,6 +22,10 @@ field                     shape        meaning
 ``mimic_offset``                       mimic_offset`` (1 and 0 for a coordinate)
 ``mass``, ``com``,        (), (3,),    kg; centre of mass (m) and inertia about it (kg m^2)
 ``I_com``                 (3, 3)       in the body frame, payloads included
+``armature``              ()           the reflected rotor inertia of the body's own
+                                       coordinate (kg m^2, or kg for a prismatic joint),
+                                       added to M_full[i, i] by the CRBA; 0 on a mimic
+                                       joint's body (armature is per coordinate)
 ========================  ===========  ===================================================
 
 Why a structured array and not a namedtuple of arrays: a numba kernel unboxes one array
@@ -46,16 +50,19 @@ BODY = np.dtype([
     ("mass", np.float64),
     ("com", np.float64, (3,)),
     ("I_com", np.float64, (3, 3)),
+    ("armature", np.float64),
 ])
 
 
-def body_table(structure, inert) -> np.ndarray:
-    """The read-only (nb,) BODY array of ``structure`` with the inertias ``inert``.
+def body_table(structure, inert, armature=None) -> np.ndarray:
+    """The read-only (nb,) BODY array of ``structure`` with the inertias ``inert`` and the
+    per-coordinate ``armature`` ((n,) in q order, kg m^2 or kg; None: zeros).
 
     ``structure.topo`` (nb, 3) int: parent, jtype, master; ``structure.geom`` (nb, 17):
     axis (3), R_tree (9, row-major), p_tree (3), mimic multiplier, offset; ``inert``
     (nb, 13): mass, com (3), I_com (9, row-major) -- the parser's packed layout, read here
-    and nowhere else.
+    and nowhere else. ``armature[j]`` goes to the body of coordinate j itself (the body
+    whose joint is ``structure.joint_names[j]``), not to the mimic joints it drives.
     """
     topo, geom = structure.topo, structure.geom
     nb = topo.shape[0]
@@ -71,5 +78,9 @@ def body_table(structure, inert) -> np.ndarray:
     bodies["mass"] = inert[:, 0]
     bodies["com"] = inert[:, 1:4]
     bodies["I_com"] = inert[:, 4:13].reshape(nb, 3, 3)
+    if armature is not None:
+        own = np.array([structure.full_joint_names[b] == structure.joint_names[topo[b, 2]]
+                        for b in range(nb)], dtype=bool)
+        bodies["armature"] = np.where(own, np.asarray(armature, dtype=float)[topo[:, 2]], 0.0)
     bodies.setflags(write=False)
     return bodies

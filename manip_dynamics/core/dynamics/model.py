@@ -3,8 +3,13 @@
 Equation of motion (generalized coordinates q, one per revolute/continuous/prismatic
 joint that is not a mimic joint, URDF depth-first order)::
 
-    tau = M(q) qdd + C(q, qd) qd + g(q) + tau_fr(qd) - J_f(q)^T F_ext
+    tau = M(q) qdd + C(q, qd) qd + g(q) + tau_fr(qd) - J_f(q)^T F_ext,
+    M(q) = M_rigid(q) + diag(armature)
 
+``armature`` (n,) is each joint's reflected rotor inertia (kg m^2, or kg for a prismatic
+joint; :meth:`RobotModel.with_armature`, default 0): constant, so it changes M and every
+term built from it (inverse and forward dynamics, kinetic energy, momentum M qd,
+J M^-1 J^T and Lambda) but not C or g (Pinocchio's ``model.armature``).
 ``g`` is on the left-hand side (the torque that HOLDS the arm still, Pinocchio's sign);
 ``tau_fr = viscous * qd + coulomb * sign(qd)``; ``F_ext = [f; n]`` is the wrench the
 environment applies to the arm at the origin of frame ``f``, in ROOT axes.
@@ -63,8 +68,8 @@ class RobotModel:
     """Frozen rigid-body model of a fixed-base tree (see the module docstring).
 
     Build with :meth:`from_urdf_file` / :meth:`from_urdf_string`; never mutate: use
-    :meth:`with_gravity`, :meth:`with_friction`, :meth:`with_payload`,
-    :meth:`without_payload` for modified copies.
+    :meth:`with_gravity`, :meth:`with_friction`, :meth:`with_armature`,
+    :meth:`with_payload`, :meth:`without_payload` for modified copies.
 
     Example::
 
@@ -74,21 +79,25 @@ class RobotModel:
         M = model.mass_matrix(np.zeros((100, model.n)))   # (100, n, n)
     """
 
-    __slots__ = ("_s", "_gravity", "_viscous", "_coulomb", "_payloads", "_inert", "_bodies",
-                 "_shape1", "_shapeM", "_shapeJ", "_frames")
+    __slots__ = ("_s", "_gravity", "_viscous", "_coulomb", "_armature", "_payloads", "_inert",
+                 "_bodies", "_shape1", "_shapeM", "_shapeJ", "_frames")
 
     # ------------------------------------------------------------------ construction
     def __init__(self, structure: Structure, gravity=(0.0, 0.0, -9.81), viscous=None,
-                 coulomb=None, payloads=None, inert=None):
+                 coulomb=None, payloads=None, inert=None, armature=None):
         set_ = object.__setattr__
+        n = len(structure.joint_names)
+        if armature is None:
+            armature = np.zeros(n)
+            armature.setflags(write=False)
         set_(self, "_s", structure)
         set_(self, "_gravity", _vector3(gravity, "gravity"))
         set_(self, "_viscous", structure.viscous if viscous is None else viscous)
         set_(self, "_coulomb", structure.coulomb if coulomb is None else coulomb)
+        set_(self, "_armature", armature)
         set_(self, "_payloads", dict(payloads or {}))
         set_(self, "_inert", structure.inert if inert is None else inert)
-        set_(self, "_bodies", body_table(structure, self._inert))   # what the kernels read
-        n = len(structure.joint_names)
+        set_(self, "_bodies", body_table(structure, self._inert, armature))  # the kernels read it
         set_(self, "_shape1", (n,))                  # the shape of one q, of one M, of one J
         set_(self, "_shapeM", (n, n))
         set_(self, "_shapeJ", (6, n))
@@ -117,7 +126,7 @@ class RobotModel:
 
     def _copy(self, **changes):
         kw = dict(gravity=self._gravity, viscous=self._viscous, coulomb=self._coulomb,
-                  payloads=self._payloads, inert=self._inert)
+                  payloads=self._payloads, inert=self._inert, armature=self._armature)
         kw.update(changes)
         return RobotModel(self._s, **kw)
 
@@ -134,6 +143,9 @@ class RobotModel:
     position_upper = property(lambda self: self._s.position_upper)
     viscous = property(lambda self: self._viscous, doc="(n,) N*m*s/rad (or N*s/m)")
     coulomb = property(lambda self: self._coulomb, doc="(n,) N*m (or N)")
+    armature = property(lambda self: self._armature, doc=(
+        "(n,) reflected rotor inertia per joint, kg*m^2 (or kg), added to M's diagonal "
+        "(read-only; :meth:`with_armature`)"))
     mimic_joint_names = property(lambda self: tuple(
         j for j in self._s.full_joint_names if j not in self._s.joint_names))
 
@@ -191,22 +203,31 @@ class RobotModel:
 
     def with_friction(self, viscous=None, coulomb=None):
         """Copy with viscous / Coulomb coefficients (scalar or (n,), >= 0); None keeps."""
-        kw = {}
-        for name, v in (("viscous", viscous), ("coulomb", coulomb)):
-            if v is None:
-                continue
-            a = _as_float(v, name)
-            a = np.broadcast_to(a, (self.n,)).copy() if a.ndim == 0 else a
-            if a.shape != (self.n,):
-                raise InputError(f"{name} must be a scalar or shape ({self.n},), got {a.shape}")
-            bad = ~np.isfinite(a) | (a < 0)
-            if bad.any():
-                i = int(np.argmax(bad))
-                raise InputError(f"{name}[{i}] (joint {self.joint_names[i]!r}) = {a[i]} "
-                                 "must be finite and >= 0")
-            a.setflags(write=False)
-            kw[name] = a
+        kw = {name: self._per_joint(v, name) for name, v in
+              (("viscous", viscous), ("coulomb", coulomb)) if v is not None}
         return self._copy(**kw)
+
+    def with_armature(self, armature):
+        """Copy with the joints' reflected rotor inertias (scalar or (n,) in q order, finite,
+        >= 0; kg*m^2 for a revolute joint, kg for a prismatic one): M(q) = M_rigid(q) +
+        diag(armature) in every algorithm (module docstring). A motor of rotor inertia I_r
+        behind a gear of ratio k reflects k^2 I_r. Only the body table is rebuilt."""
+        return self._copy(armature=self._per_joint(armature, "armature"))
+
+    def _per_joint(self, v, name):
+        """v as a read-only (n,) float array (a scalar broadcast), each entry finite and >= 0;
+        InputError naming the joint otherwise."""
+        a = _as_float(v, name)
+        a = np.broadcast_to(a, (self.n,)).copy() if a.ndim == 0 else a.copy()
+        if a.shape != (self.n,):
+            raise InputError(f"{name} must be a scalar or shape ({self.n},), got {a.shape}")
+        bad = ~np.isfinite(a) | (a < 0)
+        if bad.any():
+            i = int(np.argmax(bad))
+            raise InputError(f"{name}[{i}] (joint {self.joint_names[i]!r}) = {a[i]} "
+                             "must be finite and >= 0")
+        a.setflags(write=False)
+        return a
 
     def with_payload(self, frame, mass, com=(0.0, 0.0, 0.0), inertia=None):
         """Copy with a rigid payload at ``frame`` (replacing one already there).
@@ -561,7 +582,8 @@ class RobotModel:
 
     # ------------------------------------------------------------------ energies
     def kinetic_energy(self, q, qd):
-        """T = 1/2 qd^T M(q) qd, J. () per state, (N,) for a batch."""
+        """T = 1/2 qd^T M(q) qd (the rotors' 1/2 armature qd^2 included), J. () per state,
+        (N,) for a batch."""
         return self._energy(q, qd)[..., 0]
 
     def potential_energy(self, q):

@@ -266,7 +266,8 @@ def batch_coriolis_matrix(bodies, q, qd, out):
 
 @njit(**_JIT)
 def batch_energy(bodies, g, q, qd, out):
-    """out[s] = (T, U): T = 1/2 sum_k V_k . I_k V_k, U = -g . sum_k m_k c_k."""
+    """out[s] = (T, U): T = 1/2 sum_k (V_k . I_k V_k + armature_k qd_k^2) (= 1/2 qd^T M qd),
+    U = -g . sum_k m_k c_k."""
     ws = workspace(bodies.shape[0])
     for s in range(q.shape[0]):
         state_kinematics(bodies, q[s], ws)
@@ -276,7 +277,7 @@ def batch_energy(bodies, g, q, qd, out):
         U = 0.0
         for k in range(bodies.shape[0]):
             _inertia_times(ws.m[k], ws.h[k], ws.I_o[k], ws.V[k], ws.tmp1)
-            T += 0.5 * _dot6(ws.V[k], ws.tmp1)
+            T += 0.5 * (_dot6(ws.V[k], ws.tmp1) + bodies[k].armature * ws.qd_full[k] ** 2)
             U -= g[0] * ws.h[k, 0] + g[1] * ws.h[k, 1] + g[2] * ws.h[k, 2]
         out[s, 0] = T
         out[s, 1] = U

@@ -94,22 +94,24 @@ def bias_terms(bodies, g, qd, fb, ws, want_Jdot_qd, g_out, c_out, Jdot_qd):
 
 
 @njit(**_JIT)
-def momentum_terms(bodies, S, m, h, I_o, V, H, tmp, p_full, ct_full, p, ct):
+def momentum_terms(bodies, S, m, h, I_o, V, qd_full, H, tmp, p_full, ct_full, p, ct):
     """p = M(q) qd and ct = C(q, qd)^T qd (C the Christoffel factorization, dM/dt = C + C^T),
-    both (n,), in O(n) from the body velocities V of a velocity pass (V_i = V_p + S_i qd_i).
+    both (n,), in O(n) from the body velocities V of a velocity pass (V_i = V_p + S_i qd_i)
+    with the joint rates qd_full it used.
 
     With h_k = I_k V_k the spatial momentum of body k (root origin, root axes) and H_i the
     sum of h_k over the subtree of body i: M = sum_k J_k^T I_k J_k gives p_i = S_i . H_i.
     Differentiating, dM/dt qd = C qd + w with w_i = Sdot_i . H_i, Sdot_i = V_i x S_i (the
     other two terms of the derivative, J_k^T (I_k Jdot_k qd + V_k x* I_k V_k), are RNEA's
     C qd at qdd = 0). Since dM/dt = C + C^T, C^T qd = dM/dt qd - C qd = w: no n x n matrix
-    (docs/math.md section 8). Mimic joints: p = G^T p_full, ct = G^T ct_full.
+    (docs/math.md section 8). The armature adds armature_i qd_i to p_i and nothing to ct
+    (it is constant: no dM/dt). Mimic joints: p = G^T p_full, ct = G^T ct_full.
     H (nb, 6), tmp (6,), p_full, ct_full (nb,) are scratch."""
     nb = bodies.shape[0]
     for i in range(nb):
         _inertia_times(m[i], h[i], I_o[i], V[i], H[i])
     for i in range(nb - 1, -1, -1):
-        p_full[i] = _dot6(S[i], H[i])
+        p_full[i] = _dot6(S[i], H[i]) + bodies[i].armature * qd_full[i]
         _cross_motion(V[i], S[i], tmp)       # Sdot_i
         ct_full[i] = _dot6(tmp, H[i])
         par = bodies[i].parent
@@ -271,9 +273,9 @@ def _bundle_state(bodies, g, q, qd, fb, X_body_frame, k, damping, damping_condit
     J[:, :] = bs.J6[:k, :]
     if flags & (BIAS | OPERATIONAL | MOMENTUM):
         bias_terms(bodies, g, qd, fb, ws, (flags & OPERATIONAL) != 0, res.g[s], res.c[s], bs.Jdot_qd)
-    if flags & MOMENTUM:       # (ws.V: the velocities of bias_terms' forward pass)
-        momentum_terms(bodies, ws.S, ws.m, ws.h, ws.I_o, ws.V, bs.H, ws.tmp1, bs.p_full,
-                       bs.ct_full, res.momentum[s], res.ctqd[s])
+    if flags & MOMENTUM:       # (ws.V, ws.qd_full: those of bias_terms' forward pass)
+        momentum_terms(bodies, ws.S, ws.m, ws.h, ws.I_o, ws.V, ws.qd_full, bs.H, ws.tmp1,
+                       bs.p_full, bs.ct_full, res.momentum[s], res.ctqd[s])
     status = task_space_inverse(M, J, bs.L_M, bs.Y, res.A[s])
     if status != OK:
         res.condition_number[s] = np.inf

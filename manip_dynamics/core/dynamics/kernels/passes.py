@@ -79,7 +79,8 @@ def velocity_pass(bodies, S, qd_full, V, Vd, tmp1, tmp2):
 @njit(**_JIT)
 def crba(bodies, S, m, h, I_o, Ic_m, Ic_h, Ic_o, M_full, tmp):
     """Composite-rigid-body algorithm: Ic_i = I_i + sum_children Ic_c (plain sums in the root
-    frame); M_full[i, j] = S_j . (Ic_i S_i) for j on the path i -> root (others zero)."""
+    frame); M_full[i, j] = S_j . (Ic_i S_i) for j on the path i -> root (others zero), plus
+    the armature on the diagonal, M_full[i, i] += bodies[i].armature (:func:`crba_in_place`)."""
     for i in range(bodies.shape[0]):    # (element by element: a slice copy costs 4x more)
         Ic_m[i] = m[i]
         for r in range(3):
@@ -92,7 +93,8 @@ def crba(bodies, S, m, h, I_o, Ic_m, Ic_h, Ic_o, M_full, tmp):
 @njit(**_JIT)
 def crba_in_place(bodies, S, Ic_m, Ic_h, Ic_o, M_full, tmp):
     """crba with the body inertias given in (Ic_m, Ic_h, Ic_o), which end up composite (the
-    mass chunk's own scratch: no copy)."""
+    mass chunk's own scratch: no copy). Every M of the kernels comes from here, so the
+    armature (reflected rotor inertia, M = M_rigid + diag(armature)) is added here once."""
     M_full[:, :] = 0.0
     for i in range(bodies.shape[0] - 1, -1, -1):
         _inertia_times(Ic_m[i], Ic_h[i], Ic_o[i], S[i], tmp)
@@ -101,6 +103,7 @@ def crba_in_place(bodies, S, Ic_m, Ic_h, Ic_o, M_full, tmp):
             M_full[i, j] = _dot6(S[j], tmp)
             M_full[j, i] = M_full[i, j]
             j = bodies[j].parent
+        M_full[i, i] += bodies[i].armature
         par = bodies[i].parent
         if par >= 0:                    # (element by element: no array expressions on views)
             Ic_m[par] += Ic_m[i]
@@ -163,8 +166,9 @@ def apply_external_wrench(F, fb, p_root_frame, f_ext):
 
 @njit(**_JIT)
 def inverse_dynamics_state(bodies, ws, g, fb, X_body_frame, f_ext, s, tau):
-    """tau = G^T RNEA(q_full, qd_full, qdd_full) - J_f^T f_ext[s] from the kinematics in ws
-    (f_ext (N, 6) at frame (fb, X_body_frame); an empty f_ext (0, 6) or fb < 0: none)."""
+    """tau = G^T (RNEA(q_full, qd_full, qdd_full) + armature * qdd_full) - J_f^T f_ext[s]
+    from the kinematics in ws (f_ext (N, 6) at frame (fb, X_body_frame); an empty f_ext
+    (0, 6) or fb < 0: none). The armature term is the rotors' share of M qdd."""
     rnea_forward(bodies, ws.S, ws.m, ws.h, ws.I_o, ws.qd_full, ws.qdd_full, g, ws.V, ws.Vd,
                  ws.F, ws.tmp1, ws.tmp2)
     if fb >= 0 and f_ext.shape[0] > 0:
@@ -172,4 +176,6 @@ def inverse_dynamics_state(bodies, ws, g, fb, X_body_frame, f_ext, s, tau):
                    ws.p_root_frame)
         apply_external_wrench(ws.F, fb, ws.p_root_frame, f_ext[s])
     rnea_backward(bodies, ws.S, ws.F, ws.tau_full)
+    for i in range(bodies.shape[0]):
+        ws.tau_full[i] += bodies[i].armature * ws.qdd_full[i]
     reduce_vector(bodies, ws.tau_full, tau)

@@ -1,0 +1,108 @@
+"""The dynamics node's ``dynamics_file`` (ModelSource, no ROS): the side file beside
+``urdf_file`` by default, an explicit one, 'none'; its armature and friction in the
+snapshot's model (friction.* parameters still override); a bad file refused naming
+``dynamics_file`` (parameter change) or reset to 'none' (new description); the same model
+object while the file is unchanged."""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+from manip_dynamics import robots
+from manip_dynamics.rules.dynamics_parameters import PARAMETERS, ParameterValueError
+from manip_dynamics.rules.model_source import Applied, ModelSource
+
+SIDE = """joints:
+  joint2:
+    armature: 0.75
+    friction: {viscous: 0.5, coulomb: 0.25}
+    drive_gain: 7.0
+"""
+
+
+def defaults(**changes):
+    values = {spec.name: spec.default for spec in PARAMETERS}
+    values.update(changes)
+    return values
+
+
+NO_STATE = Applied(None, None, defaults())
+
+
+@pytest.fixture
+def arm(tmp_path):
+    """arm.urdf (the planar 2R arm) with arm.dynamics.yaml beside it."""
+    urdf = tmp_path / "arm.urdf"
+    urdf.write_text(open(robots.path("planar_2r"), encoding="utf-8").read())
+    (tmp_path / "arm.dynamics.yaml").write_text(SIDE)
+    return urdf
+
+
+def test_the_side_file_beside_the_urdf_is_applied(arm):
+    warned = []
+    state = ModelSource(warned.append).for_parameters(defaults(urdf_file=str(arm)), NO_STATE)
+    assert warned == [f"side file {arm.with_name('arm.dynamics.yaml')}: drive_gain is read "
+                      "but not yet applied: measured efforts are taken as torques"]
+    model = state.snapshot.model
+    assert model.armature.tolist() == [0.0, 0.75]
+    assert model.viscous[1] == 0.5 and model.coulomb[1] == 0.25
+    assert state.origin == f"file {arm} with side file {arm.with_name('arm.dynamics.yaml')}"
+    q = np.array([0.3, -0.7])
+    plain = ModelSource().for_parameters(defaults(urdf_file=str(arm), dynamics_file="none"),
+                                         NO_STATE)
+    assert plain.snapshot.model.armature.tolist() == [0.0, 0.0]
+    assert plain.origin == f"file {arm}"
+    dM = model.mass_matrix(q) - plain.snapshot.model.mass_matrix(q)
+    np.testing.assert_allclose(dM, np.diag([0.0, 0.75]), rtol=0, atol=1e-15)
+
+
+def test_an_explicit_file_and_friction_parameters_over_it(arm, tmp_path):
+    other = tmp_path / "elsewhere.yaml"
+    other.write_text("joints: {joint1: {armature: 2.0}, joint2: {friction: {viscous: 3.0}}}")
+    xml = arm.read_text()
+    state = ModelSource().for_parameters(
+        defaults(robot_description=xml, dynamics_file=str(other),
+                 **{"friction.joints": ["joint2"], "friction.coulomb": [0.125]}), NO_STATE)
+    model = state.snapshot.model
+    assert model.armature.tolist() == [2.0, 0.0]
+    assert model.viscous[1] == 3.0 and model.coulomb[1] == 0.125
+    # no urdf_file: nothing beside to look for
+    state = ModelSource().for_parameters(defaults(robot_description=xml), NO_STATE)
+    assert state.snapshot.model.armature.tolist() == [0.0, 0.0]
+
+
+def test_a_bad_file_is_refused_naming_dynamics_file(arm, tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("joints: {joint2: {armature: -1}}")
+    source = ModelSource()
+    for value, words in [(str(bad), "joint 'joint2': armature = -1 must be finite and >= 0"),
+                         (str(tmp_path / "absent.yaml"), "cannot read side file")]:
+        with pytest.raises(ParameterValueError, match=words) as info:
+            source.for_parameters(defaults(urdf_file=str(arm), dynamics_file=value), NO_STATE)
+        assert info.value.name == "dynamics_file"
+
+
+def test_a_new_description_with_a_bad_file_beside_resets_to_none(arm):
+    arm.with_name("arm.dynamics.yaml").write_text("joints: {elbow: {armature: 1}}")
+    source = ModelSource()
+    values = defaults(urdf_file=str(arm))
+    state = source.for_description(source.description(values), values)
+    assert state.values["dynamics_file"] == "none"
+    assert "unknown joint 'elbow'" in state.resets["dynamics_file"]
+    assert state.snapshot.model.armature.tolist() == [0.0, 0.0]
+
+
+def test_the_same_model_while_the_file_is_unchanged(arm):
+    source = ModelSource()
+    first = source.for_parameters(defaults(urdf_file=str(arm)), NO_STATE)
+    second = source.for_parameters(defaults(urdf_file=str(arm), tip_link="link1"), first)
+    assert second.base_model is first.base_model
+    side = arm.with_name("arm.dynamics.yaml")
+    side.write_text(SIDE.replace("0.75", "1.5"))
+    st = side.stat()
+    os.utime(side, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))   # a later edit
+    third = source.for_parameters(defaults(urdf_file=str(arm)), second)
+    assert third.base_model is not first.base_model
+    assert third.snapshot.model.armature.tolist() == [0.0, 1.5]
