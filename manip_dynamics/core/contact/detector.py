@@ -2,7 +2,7 @@
 
 * :func:`tip_wrench`: F = (J^T)^+ r at a frame, by a thresholded damped SVD;
 * :class:`ContactDetector`: per-joint thresholds with hysteresis, isolation of the most
-  distal link in contact;
+  distal significantly loaded joint's link, and the links a contact there may lie on;
 * :func:`contact_point`: where on the isolated link a single contact force acts, when the
   residual determines it.
 
@@ -94,6 +94,21 @@ def arm_topology(model):
     return ArmTopology(tuple(joint_link), frame_joint, moves)
 
 
+def joint_candidates(topology):
+    """Per coordinate j, the links a contact isolated to j may lie on, from joint torques
+    alone: (n,) tuples of link names, j's child link first, then every other frame j moves
+    (its fixed descendants and the links after later joints, e.g. a hand and its fingers),
+    in ``frame_names`` order. A contact on any of them loads only j and its ancestors when
+    the later joints' own torques vanish (a finger pushed across its sliding axis), so the
+    residual cannot tell them apart; the isolated link is the first, the one j moves
+    directly (docs/math.md 8.6)."""
+    out = []
+    for j, link in enumerate(topology.joint_link):
+        rest = [f for f, m in topology.moves.items() if m[j] and f != link]
+        out.append((link, *rest))
+    return tuple(out)
+
+
 def most_distal(topology, active):
     """Index of the most distal active coordinate: active (n,) bool; an active joint none of
     whose descendants is active (the last one in q order if several branches are), -1 if
@@ -108,12 +123,14 @@ def most_distal(topology, active):
 
 # ============================================================================ detection
 ContactState = namedtuple("ContactState",
-                          "in_contact joint link detection_time residual_norm event")
+                          "in_contact joint link detection_time residual_norm event candidates")
 ContactState.__doc__ = """Result of :meth:`ContactDetector.update`.
 
 in_contact bool; joint (index, -1 if none) and link (name, "" if none) isolated; the time
 the contact was entered (s, nan when not in contact); residual_norm ||r|| (N*m, mixed
-units on a prismatic arm); event: "enter", "leave" or "" for this sample."""
+units on a prismatic arm); event: "enter", "leave" or "" for this sample; candidates:
+the links the contact may lie on (:func:`joint_candidates` of the isolated joint, link
+first; () when not in contact)."""
 
 
 class ContactDetector:
@@ -121,12 +138,18 @@ class ContactDetector:
 
     Enter contact when |r_i| > enter_i for some joint i; leave it when |r_i| <= leave_i
     for every joint (0 < leave_i <= enter_i: a residual hovering around one threshold
-    cannot toggle the state). While in contact, the joints with |r_i| > leave_i carry it
-    and the isolated joint is the most distal of them (:func:`most_distal`): a contact
-    on link L acts on L's ancestor coordinates only, so the coordinates after L's joint
-    read zero. The contact lies on the isolated joint's child link or on a link after it
-    whose own joint's residual is below leave (e.g. a force through that joint's axis):
-    the isolated link is the most distal link the residual proves to be loaded.
+    cannot toggle the state). Isolation, with the same comparisons per joint: joint i is
+    significantly loaded from the sample its |r_i| > enter_i until |r_i| <= leave_i, and
+    the isolated joint is the most distal loaded one (:func:`most_distal`; while in
+    contact with no loaded joint left, i.e. the contact fading out on joints that never
+    crossed their enter threshold, the most distal with |r_i| > leave_i). A residual that
+    only wanders between leave and enter (a joint that feels nothing but a model error
+    there, e.g. a gripper's finger joint) never moves the isolation down the tree. A
+    contact on link L acts on L's ancestor coordinates only, so the coordinates after
+    L's joint read zero: the contact lies on the isolated joint's child link (the
+    isolated link, the one the residual supports) or on another link that joint moves
+    whose own joint feels nothing (e.g. a force through that joint's axis, or across a
+    finger's sliding axis): :attr:`ContactState.candidates`.
     """
 
     def __init__(self, model, enter, leave=None):
@@ -143,18 +166,22 @@ class ContactDetector:
         # below[j, k]: coordinate j moves the child link of coordinate k (k at or after j)
         self._below = np.array([[self.topology.moves[self.topology.joint_link[k]][j]
                                  for k in range(n)] for j in range(n)], dtype=np.bool_)
+        self.candidates = joint_candidates(self.topology)
+        # per joint: significantly loaded (class docstring), kept between samples
+        self.loaded = np.zeros(n, dtype=np.bool_)
         # update_into's kernel arguments: [enter; leave] (2, n), below, flags (in_contact,
-        # event, joint; [3]: observe_contact's damped flag of the wrench), ||r||
+        # event, joint; [3]: observe_contact's damped flag of the wrench), ||r||, loaded
         self._flags = np.zeros(4, dtype=np.int64)
         self._norm = np.zeros(1)
         self._kernel_args = (np.array([self.enter, self.leave]), self._below, self._flags,
-                             self._norm)
+                             self._norm, self.loaded)
         self.reset()
 
     def reset(self):
-        """Forget the contact (state: free)."""
+        """Forget the contact (state: free, no joint loaded)."""
         self.in_contact = False
         self.detection_time = float("nan")
+        self.loaded.fill(False)
 
     def update(self, t, r):
         """Advance the hysteresis with the residual r (n,) at time t (s). -> ContactState."""
@@ -168,11 +195,13 @@ class ContactDetector:
             self.in_contact, self.detection_time, event = True, float(t), "enter"
         elif self.in_contact and (a <= self.leave).all():
             self.in_contact, self.detection_time, event = False, float("nan"), "leave"
-        j = most_distal(self.topology, a > self.leave) if self.in_contact else -1
-        link = self.topology.joint_link[j] if j >= 0 else ""
+        # loaded from |r_i| > enter_i until |r_i| <= leave_i (nothing loaded when free)
+        self.loaded[:] = self.in_contact & ((a > self.enter) | (self.loaded & (a > self.leave)))
+        active = self.loaded if self.loaded.any() else a > self.leave
+        j = most_distal(self.topology, active) if self.in_contact else -1
+        link, candidates = (self.topology.joint_link[j], self.candidates[j]) if j >= 0 else ("", ())
         return ContactState(self.in_contact, j, link, self.detection_time,
-                            float(np.linalg.norm(r)), event)
-
+                            float(np.linalg.norm(r)), event, candidates)
 
     def update_into(self, t, r):
         """:meth:`update` for a finite (n,) float64 r (not checked: the observer's own
@@ -206,11 +235,12 @@ _JIT = dict(cache=True, nogil=True, fastmath=False, error_model="numpy")
 
 
 @njit(**_JIT)
-def _detect(r, thresholds, below, flags, norm):
+def _detect(r, thresholds, below, flags, norm, loaded):
     """The hysteresis and isolation of ContactDetector.update on r (n,), thresholds (2, n)
     = [enter; leave]: flags[0] in: in_contact; out: flags[0] in_contact, flags[1] the
-    event (0, 1 enter, 2 leave), flags[2] the isolated joint (most_distal of |r_i| >
-    leave_i, -1 when free); norm[0] = ||r|| (summed in index order)."""
+    event (0, 1 enter, 2 leave), flags[2] the isolated joint (most_distal of the loaded
+    joints, or of |r_i| > leave_i when none is, -1 when free); loaded (n,) bool in and
+    out (ContactDetector's class docstring); norm[0] = ||r|| (summed in index order)."""
     enter, leave = thresholds[0], thresholds[1]
     n = r.shape[0]
     any_enter, all_leave, acc = False, True, 0.0
@@ -225,14 +255,20 @@ def _detect(r, thresholds, below, flags, norm):
         in_contact, event = True, 1
     elif in_contact and all_leave:
         in_contact, event = False, 2
+    any_loaded = False
+    for i in range(n):                   # loaded from > enter until <= leave
+        a = abs(r[i])
+        loaded[i] = in_contact and (a > enter[i] or (loaded[i] and a > leave[i]))
+        any_loaded |= loaded[i]
     joint = -1
     if in_contact:                       # most_distal: an active j with no active k below
         for j in range(n - 1, -1, -1):
-            if not abs(r[j]) > leave[j]:
+            if not (loaded[j] if any_loaded else abs(r[j]) > leave[j]):
                 continue
             alone = True
             for k in range(n):
-                if k != j and abs(r[k]) > leave[k] and below[j, k]:
+                if k != j and below[j, k] and (loaded[k] if any_loaded
+                                               else abs(r[k]) > leave[k]):
                     alone = False
                     break
             if alone:
@@ -402,9 +438,9 @@ def _observe_contact(mode, in_contact, held, total, friction, coef, state, bias,
         state[0, :] = 0.0
     _step_in_place(mode == 1, held, total, friction, coef, p, ct, g, tau, qd, h, state, bias)
     residual = state[5]
-    thresholds, below, flags, norm = detector_args
+    thresholds, below, flags, norm, loaded = detector_args
     flags[0] = 1 if in_contact else 0
-    _detect(residual, thresholds, below, flags, norm)
+    _detect(residual, thresholds, below, flags, norm, loaded)
     eps, out, mats, vecs = solver_args
     code = _wrench(J, residual, eps, out, mats, vecs)
     flags[3] = code
