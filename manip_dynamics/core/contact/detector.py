@@ -2,7 +2,7 @@
 
 * :func:`tip_wrench`: F = (J^T)^+ r at a frame, by a thresholded damped SVD;
 * :class:`ContactDetector`: per-joint thresholds with hysteresis, isolation of the most
-  distal significantly loaded joint's link, and the links a contact there may lie on;
+  distal link in contact, and the candidate links a contact there may lie on;
 * :func:`contact_point`: where on the isolated link a single contact force acts, when the
   residual determines it.
 
@@ -138,18 +138,18 @@ class ContactDetector:
 
     Enter contact when |r_i| > enter_i for some joint i; leave it when |r_i| <= leave_i
     for every joint (0 < leave_i <= enter_i: a residual hovering around one threshold
-    cannot toggle the state). Isolation, with the same comparisons per joint: joint i is
-    significantly loaded from the sample its |r_i| > enter_i until |r_i| <= leave_i, and
-    the isolated joint is the most distal loaded one (:func:`most_distal`; while in
-    contact with no loaded joint left, i.e. the contact fading out on joints that never
-    crossed their enter threshold, the most distal with |r_i| > leave_i). A residual that
-    only wanders between leave and enter (a joint that feels nothing but a model error
-    there, e.g. a gripper's finger joint) never moves the isolation down the tree. A
-    contact on link L acts on L's ancestor coordinates only, so the coordinates after
-    L's joint read zero: the contact lies on the isolated joint's child link (the
-    isolated link, the one the residual supports) or on another link that joint moves
-    whose own joint feels nothing (e.g. a force through that joint's axis, or across a
-    finger's sliding axis): :attr:`ContactState.candidates`.
+    cannot toggle the state). While in contact, the joints with |r_i| > leave_i carry it
+    (are significantly loaded) and the isolated joint is the most distal of them
+    (:func:`most_distal`): a contact on link L acts on L's ancestor coordinates only, so
+    the coordinates after L's joint read zero. From joint torques alone the contact lies
+    on one of the links the isolated joint moves: the isolated link is the one it moves
+    directly (its child link, what the residual supports), never a link further down
+    whose own joint feels nothing; the others (its fixed descendants, e.g. a flange and a
+    hand, and the links after later joints whose residual is below leave, e.g. a force
+    through a joint's axis or across a finger's sliding axis) are
+    :attr:`ContactState.candidates`. A joint whose contact-free residual reaches its leave
+    threshold (a model error, e.g. a finger's) carries every contact entered elsewhere:
+    each joint's thresholds must exceed its own contact-free residual (docs/contact.md).
     """
 
     def __init__(self, model, enter, leave=None):
@@ -167,21 +167,18 @@ class ContactDetector:
         self._below = np.array([[self.topology.moves[self.topology.joint_link[k]][j]
                                  for k in range(n)] for j in range(n)], dtype=np.bool_)
         self.candidates = joint_candidates(self.topology)
-        # per joint: significantly loaded (class docstring), kept between samples
-        self.loaded = np.zeros(n, dtype=np.bool_)
         # update_into's kernel arguments: [enter; leave] (2, n), below, flags (in_contact,
-        # event, joint; [3]: observe_contact's damped flag of the wrench), ||r||, loaded
+        # event, joint; [3]: observe_contact's damped flag of the wrench), ||r||
         self._flags = np.zeros(4, dtype=np.int64)
         self._norm = np.zeros(1)
         self._kernel_args = (np.array([self.enter, self.leave]), self._below, self._flags,
-                             self._norm, self.loaded)
+                             self._norm)
         self.reset()
 
     def reset(self):
-        """Forget the contact (state: free, no joint loaded)."""
+        """Forget the contact (state: free)."""
         self.in_contact = False
         self.detection_time = float("nan")
-        self.loaded.fill(False)
 
     def update(self, t, r):
         """Advance the hysteresis with the residual r (n,) at time t (s). -> ContactState."""
@@ -195,10 +192,7 @@ class ContactDetector:
             self.in_contact, self.detection_time, event = True, float(t), "enter"
         elif self.in_contact and (a <= self.leave).all():
             self.in_contact, self.detection_time, event = False, float("nan"), "leave"
-        # loaded from |r_i| > enter_i until |r_i| <= leave_i (nothing loaded when free)
-        self.loaded[:] = self.in_contact & ((a > self.enter) | (self.loaded & (a > self.leave)))
-        active = self.loaded if self.loaded.any() else a > self.leave
-        j = most_distal(self.topology, active) if self.in_contact else -1
+        j = most_distal(self.topology, a > self.leave) if self.in_contact else -1
         link, candidates = (self.topology.joint_link[j], self.candidates[j]) if j >= 0 else ("", ())
         return ContactState(self.in_contact, j, link, self.detection_time,
                             float(np.linalg.norm(r)), event, candidates)
@@ -235,12 +229,11 @@ _JIT = dict(cache=True, nogil=True, fastmath=False, error_model="numpy")
 
 
 @njit(**_JIT)
-def _detect(r, thresholds, below, flags, norm, loaded):
+def _detect(r, thresholds, below, flags, norm):
     """The hysteresis and isolation of ContactDetector.update on r (n,), thresholds (2, n)
     = [enter; leave]: flags[0] in: in_contact; out: flags[0] in_contact, flags[1] the
-    event (0, 1 enter, 2 leave), flags[2] the isolated joint (most_distal of the loaded
-    joints, or of |r_i| > leave_i when none is, -1 when free); loaded (n,) bool in and
-    out (ContactDetector's class docstring); norm[0] = ||r|| (summed in index order)."""
+    event (0, 1 enter, 2 leave), flags[2] the isolated joint (most_distal of |r_i| >
+    leave_i, -1 when free); norm[0] = ||r|| (summed in index order)."""
     enter, leave = thresholds[0], thresholds[1]
     n = r.shape[0]
     any_enter, all_leave, acc = False, True, 0.0
@@ -255,20 +248,14 @@ def _detect(r, thresholds, below, flags, norm, loaded):
         in_contact, event = True, 1
     elif in_contact and all_leave:
         in_contact, event = False, 2
-    any_loaded = False
-    for i in range(n):                   # loaded from > enter until <= leave
-        a = abs(r[i])
-        loaded[i] = in_contact and (a > enter[i] or (loaded[i] and a > leave[i]))
-        any_loaded |= loaded[i]
     joint = -1
     if in_contact:                       # most_distal: an active j with no active k below
         for j in range(n - 1, -1, -1):
-            if not (loaded[j] if any_loaded else abs(r[j]) > leave[j]):
+            if not abs(r[j]) > leave[j]:
                 continue
             alone = True
             for k in range(n):
-                if k != j and below[j, k] and (loaded[k] if any_loaded
-                                               else abs(r[k]) > leave[k]):
+                if k != j and abs(r[k]) > leave[k] and below[j, k]:
                     alone = False
                     break
             if alone:
@@ -438,9 +425,9 @@ def _observe_contact(mode, in_contact, held, total, friction, coef, state, bias,
         state[0, :] = 0.0
     _step_in_place(mode == 1, held, total, friction, coef, p, ct, g, tau, qd, h, state, bias)
     residual = state[5]
-    thresholds, below, flags, norm, loaded = detector_args
+    thresholds, below, flags, norm = detector_args
     flags[0] = 1 if in_contact else 0
-    _detect(residual, thresholds, below, flags, norm, loaded)
+    _detect(residual, thresholds, below, flags, norm)
     eps, out, mats, vecs = solver_args
     code = _wrench(J, residual, eps, out, mats, vecs)
     flags[3] = code

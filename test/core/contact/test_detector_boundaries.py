@@ -1,8 +1,8 @@
 """Exact boundaries of contact awareness (issue 35, items 14 and 17).
 
 * Thresholds (Contact.msg, docs/math.md 8.6): contact is entered when |r_i| > enter_i for
-  some joint and left when |r_i| <= leave_i for every joint; a joint stays significantly
-  loaded (isolation) from |r_i| > enter_i until |r_i| <= leave_i. The tests put |r_i|
+  some joint and left when |r_i| <= leave_i for every joint; while in contact the joints
+  with |r_i| > leave_i carry it (isolation: the most distal of them). The tests put |r_i|
   EXACTLY on enter and on leave (and 2^-40 beyond) in every path that decides it:
   ``ContactDetector.update`` (numpy), ``ContactDetector.update_into`` (the numba kernel),
   and through a real observer ``ContactMonitor.update`` (MomentumObserver.update +
@@ -59,8 +59,8 @@ SEQUENCE = [
     ([UP[0], 0.0], True, "enter", 0),                    # just above: entered
     ([LEAVE[0], -LEAVE[1]], False, "leave", -1),         # exactly leave on every joint: left
     ([0.0, -UP[1]], True, "enter", 1),
-    ([DOWN[0], LEAVE[1]], True, "", 0),                  # joint 1 exactly leave: unloaded;
-    ([-LEAVE[0], DOWN[1]], True, "", 1),                 # none loaded: the joints > leave
+    ([DOWN[0], LEAVE[1]], True, "", 0),                  # joint 1 exactly leave: not carrying
+    ([-LEAVE[0], DOWN[1]], True, "", 1),                 # joint 0 exactly leave: not carrying
     ([LEAVE[0], LEAVE[1]], False, "leave", -1),
 ]
 
