@@ -98,11 +98,12 @@ class LiveResult:
     sample (read it before the next sample): the fields of :class:`ContactResult` flat.
 
     t (s); residual r - bias (n,) and F (6,) the tip wrench: buffers; event (observer's,
-    or "restart"); in_contact, joint (-1 if none), link ("" if none), detection_time (s,
-    nan when free), residual_norm; contact_event ("enter", "leave" or ""); point: the
-    core's ContactPoint or None."""
+    or "restart"); in_contact, joint (-1 if none), link ("" if none), candidates (the
+    links the contact may lie on, link first: core.contact.joint_candidates; () if none),
+    detection_time (s, nan when free), residual_norm; contact_event ("enter", "leave" or
+    ""); point: the core's ContactPoint or None."""
 
-    __slots__ = ("t", "residual", "F", "event", "in_contact", "joint", "link",
+    __slots__ = ("t", "residual", "F", "event", "in_contact", "joint", "link", "candidates",
                  "detection_time", "residual_norm", "contact_event", "point")
 
 
@@ -136,8 +137,9 @@ class ContactMonitor:
         self._wrench = WrenchSolver(options.wrench_threshold)
         self.live = LiveResult()
         self.live.residual, self.live.F = self.observer.residual_buffer, self._wrench.F
-        # the isolated link of joint j at [j]; "" at [-1] (no joint)
+        # the isolated link and the candidate links of joint j at [j]; "", () at [-1]
         self._links = tuple(self.detector.topology.joint_link) + ("",)
+        self._candidates = self.detector.candidates + ((),)
         self.restarts = 0
         self.epoch: Optional[int] = None   # whole seconds subtracted from every stamp
 
@@ -219,6 +221,7 @@ class ContactMonitor:
         live.t, live.event = t, event or obs_event
         in_contact = detector.in_contact
         live.in_contact, live.joint, live.link = in_contact, joint, self._links[joint]
+        live.candidates = self._candidates[joint]
         live.detection_time, live.residual_norm = detector.detection_time, norm
         live.contact_event = EVENTS[contact_event]
         live.point = None

@@ -2,7 +2,8 @@
 
 Holds: the generalized-momentum observer r ~ tau_ext and its discretisation
 (:mod:`.observer`); from its residual, the tip wrench, per-joint detection with hysteresis,
-isolation of the most distal link in contact and the contact point along it
+isolation of the most distal significantly loaded joint (its link and the
+candidate links a contact there may lie on) and the contact point along it
 (:mod:`.detector`).
 
 May import: numpy, numba, :mod:`manip_dynamics.core.dynamics` (the model, the Cholesky and
@@ -10,9 +11,9 @@ eigenvalue kernels) and :mod:`manip_dynamics.core.errors`. Never identification,
 nodes (the node's contact outputs live in :mod:`manip_dynamics.nodes`).
 """
 from .detector import (ArmTopology, ContactDetector, ContactPoint, ContactState, WrenchEstimate,
-                       arm_topology, contact_point, tip_wrench)
+                       arm_topology, contact_point, joint_candidates, tip_wrench)
 from .observer import MomentumObserver, ObserverStep
 
 __all__ = ["MomentumObserver", "ObserverStep", "ContactDetector", "ContactState",
            "ContactPoint", "WrenchEstimate", "ArmTopology", "arm_topology", "contact_point",
-           "tip_wrench"]
+           "joint_candidates", "tip_wrench"]

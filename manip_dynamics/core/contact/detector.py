@@ -2,7 +2,7 @@
 
 * :func:`tip_wrench`: F = (J^T)^+ r at a frame, by a thresholded damped SVD;
 * :class:`ContactDetector`: per-joint thresholds with hysteresis, isolation of the most
-  distal link in contact;
+  distal link in contact, and the candidate links a contact there may lie on;
 * :func:`contact_point`: where on the isolated link a single contact force acts, when the
   residual determines it.
 
@@ -94,6 +94,21 @@ def arm_topology(model):
     return ArmTopology(tuple(joint_link), frame_joint, moves)
 
 
+def joint_candidates(topology):
+    """Per coordinate j, the links a contact isolated to j may lie on, from joint torques
+    alone: (n,) tuples of link names, j's child link first, then every other frame j moves
+    (its fixed descendants and the links after later joints, e.g. a hand and its fingers),
+    in ``frame_names`` order. A contact on any of them loads only j and its ancestors when
+    the later joints' own torques vanish (a finger pushed across its sliding axis), so the
+    residual cannot tell them apart; the isolated link is the first, the one j moves
+    directly (docs/math.md 8.6)."""
+    out = []
+    for j, link in enumerate(topology.joint_link):
+        rest = [f for f, m in topology.moves.items() if m[j] and f != link]
+        out.append((link, *rest))
+    return tuple(out)
+
+
 def most_distal(topology, active):
     """Index of the most distal active coordinate: active (n,) bool; an active joint none of
     whose descendants is active (the last one in q order if several branches are), -1 if
@@ -108,12 +123,14 @@ def most_distal(topology, active):
 
 # ============================================================================ detection
 ContactState = namedtuple("ContactState",
-                          "in_contact joint link detection_time residual_norm event")
+                          "in_contact joint link detection_time residual_norm event candidates")
 ContactState.__doc__ = """Result of :meth:`ContactDetector.update`.
 
 in_contact bool; joint (index, -1 if none) and link (name, "" if none) isolated; the time
 the contact was entered (s, nan when not in contact); residual_norm ||r|| (N*m, mixed
-units on a prismatic arm); event: "enter", "leave" or "" for this sample."""
+units on a prismatic arm); event: "enter", "leave" or "" for this sample; candidates:
+the links the contact may lie on (:func:`joint_candidates` of the isolated joint, link
+first; () when not in contact)."""
 
 
 class ContactDetector:
@@ -122,11 +139,17 @@ class ContactDetector:
     Enter contact when |r_i| > enter_i for some joint i; leave it when |r_i| <= leave_i
     for every joint (0 < leave_i <= enter_i: a residual hovering around one threshold
     cannot toggle the state). While in contact, the joints with |r_i| > leave_i carry it
-    and the isolated joint is the most distal of them (:func:`most_distal`): a contact
-    on link L acts on L's ancestor coordinates only, so the coordinates after L's joint
-    read zero. The contact lies on the isolated joint's child link or on a link after it
-    whose own joint's residual is below leave (e.g. a force through that joint's axis):
-    the isolated link is the most distal link the residual proves to be loaded.
+    (are significantly loaded) and the isolated joint is the most distal of them
+    (:func:`most_distal`): a contact on link L acts on L's ancestor coordinates only, so
+    the coordinates after L's joint read zero. From joint torques alone the contact lies
+    on one of the links the isolated joint moves: the isolated link is the one it moves
+    directly (its child link, what the residual supports), never a link further down
+    whose own joint feels nothing; the others (its fixed descendants, e.g. a flange and a
+    hand, and the links after later joints whose residual is below leave, e.g. a force
+    through a joint's axis or across a finger's sliding axis) are
+    :attr:`ContactState.candidates`. A joint whose contact-free residual reaches its leave
+    threshold (a model error, e.g. a finger's) carries every contact entered elsewhere:
+    each joint's thresholds must exceed its own contact-free residual (docs/contact.md).
     """
 
     def __init__(self, model, enter, leave=None):
@@ -143,6 +166,7 @@ class ContactDetector:
         # below[j, k]: coordinate j moves the child link of coordinate k (k at or after j)
         self._below = np.array([[self.topology.moves[self.topology.joint_link[k]][j]
                                  for k in range(n)] for j in range(n)], dtype=np.bool_)
+        self.candidates = joint_candidates(self.topology)
         # update_into's kernel arguments: [enter; leave] (2, n), below, flags (in_contact,
         # event, joint; [3]: observe_contact's damped flag of the wrench), ||r||
         self._flags = np.zeros(4, dtype=np.int64)
@@ -169,10 +193,9 @@ class ContactDetector:
         elif self.in_contact and (a <= self.leave).all():
             self.in_contact, self.detection_time, event = False, float("nan"), "leave"
         j = most_distal(self.topology, a > self.leave) if self.in_contact else -1
-        link = self.topology.joint_link[j] if j >= 0 else ""
+        link, candidates = (self.topology.joint_link[j], self.candidates[j]) if j >= 0 else ("", ())
         return ContactState(self.in_contact, j, link, self.detection_time,
-                            float(np.linalg.norm(r)), event)
-
+                            float(np.linalg.norm(r)), event, candidates)
 
     def update_into(self, t, r):
         """:meth:`update` for a finite (n,) float64 r (not checked: the observer's own
