@@ -17,6 +17,10 @@
   it to M's diagonal as the core does), limit time constant two steps; ``<limit effort>``
   -> ``ctrlrange`` of one motor per joint (transmission: the joint, gear 1; effort 0 =
   unlimited).
+* ``<mimic>`` joints: MuJoCo's importer couples them by a joint equality, soft by default
+  (time constant 0.02 s: the follower lags and its joint carries constraint torque the
+  model, a rigid coupling, never has); its time constant is set to two steps, as the
+  limits', so that plant and model agree.
 * gravity = the core model's; dense constraint Jacobians (``efc_J`` rows read in joint
   space).
 * perturbations of the truth: link masses (and inertia tensors) and centres of mass scaled
@@ -230,6 +234,8 @@ def build_spec(urdf_xml: str, model, options: SceneOptions | None = None) -> muj
     spec.option.gravity = np.asarray(model.gravity, dtype=float)
     spec.option.jacobian = mujoco.mjtJacobian.mjJAC_DENSE
     _configure_joints(spec, model, options)
+    for equality in spec.equalities:        # the URDF's <mimic> couplings (docstring)
+        equality.solref = [2.0 * options.timestep, 1.0]
     _add_capsules(spec, options.collision_radius)
     _perturb(spec, urdf_xml, model, options)
     _add_environment(spec, options)

@@ -120,15 +120,15 @@ T_ON, T_PUSH, T_END = 0.5, 0.6, 1.5            # s
 def mujoco_run(hand):
     """The hand pushed (force off joint 7's axis, and a moment) while gravity compensation
     + PD hold the arm and fingers, 1.5 s on MuJoCo (the sim's plant, damping and friction
-    off; the mimic coupling made rigid): per
+    off; its mimic coupling as stiff as the scene makes it): per
     10 ms sample t, q, qd, the torque held over the last period, the true tau_ext."""
     xml, model = hand
     zero = np.zeros(model.n)
     plant = MujocoPlant(xml, model, SceneOptions(viscous=zero, coulomb=zero, floor=False))
     # the URDF's <mimic> is a rigid coupling (as the model has it); MuJoCo's joint equality
-    # is soft by default (time constant 0.02 s): the fingers then lag each other and the
-    # finger residual reads 0.10-0.16 N of constraint force (docs/contact.md)
-    plant.m.eq_solref[:] = [2.0 * plant.h, 1.0]
+    # is soft by default (time constant 0.02 s), the finger residual then reads 0.10-0.16 N
+    # of constraint force (docs/contact.md): the scene stiffens it to two steps
+    assert np.allclose(plant.m.eq_solref[:, 0], 2.0 * plant.m.opt.timestep)
     plant.reset(Q0)
     limit = np.asarray(model.effort_limits)
     rows = []
