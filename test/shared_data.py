@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -27,3 +29,12 @@ def missing_reason(name):
     """The skip reason for a test that needs ``shared/data/<name>``."""
     return (f"shared/data/{name} not found beside or above {REPO} (the shared data folder "
             "is not part of the repository)")
+
+
+def require_shared_data(name):
+    """The folder ``shared/data/<name>``; skips the calling test with :func:`missing_reason`
+    where it is absent."""
+    path = shared_data(name)
+    if path is None:
+        pytest.skip(missing_reason(name))
+    return path

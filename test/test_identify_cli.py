@@ -222,7 +222,7 @@ def test_cli_identifies_the_real_ur10e_from_its_csv_log(tmp_path):
     fitted) every joint's relative residual error (their metric) is below the URDF's."""
     import pinocchio as pin
 
-    from core.identification.shared_data import require_shared_data
+    from shared_data import require_shared_data
     from manip_dynamics.core.identification import csv_log
     from manip_dynamics.core.identification.pipeline import filter_recording
     data = require_shared_data("ur10e-mamedov2020")

@@ -12,7 +12,7 @@ import csv
 import numpy as np
 import pytest
 
-from core.identification.shared_data import require_shared_data
+from shared_data import require_shared_data
 from manip_dynamics import InputError, RobotModel
 from manip_dynamics.core.identification import csv_log as C
 from manip_dynamics.core.identification.recording import read_joint_states, write_joint_states
