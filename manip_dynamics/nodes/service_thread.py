@@ -39,7 +39,7 @@ SERVICE_QUEUE_DEPTH = 100     # waiting requests per service before the oldest i
 SERVICE_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=SERVICE_QUEUE_DEPTH,
                          reliability=ReliabilityPolicy.RELIABLE,
                          durability=DurabilityPolicy.VOLATILE)
-SWITCH_INTERVAL = 0.0005      # s: sys.setswitchinterval of a process serving services
+SWITCH_INTERVAL = 0.0002      # s: sys.setswitchinterval of a process serving services
 STOP_TIMEOUT = 5.0            # s: stop() waits this long for a call in progress
 
 
