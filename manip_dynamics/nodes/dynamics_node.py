@@ -204,6 +204,19 @@ class DynamicsNode(Node):
 
     # ------------------------------------------------------------------ parameters
 
+    def set_parameters(self, parameter_list):
+        """rclpy's, whole under the configuration lock (as set_parameters_atomically)."""
+        with self._config_lock:
+            return super().set_parameters(parameter_list)
+
+    def set_parameters_atomically(self, parameter_list):
+        """rclpy's, whole under the configuration lock: a change from the services' thread
+        (~/estimate_payload's ``apply``) and one from the parameter services on the main
+        thread never interleave their validate (builds ``_pending``) and apply (swaps it in)
+        callbacks; rclpy itself takes no lock."""
+        with self._config_lock:
+            return super().set_parameters_atomically(parameter_list)
+
     def _validate_parameters(self, params: list[Parameter]) -> SetParametersResult:
         """on-set callback: build the whole new state; refuse with a reason, change nothing."""
         with self._config_lock:
