@@ -81,6 +81,9 @@ class ServiceThread:
                 self.executor.spin_once(timeout_sec=1.0)
         except (ExternalShutdownException, ShutdownException, KeyboardInterrupt):
             pass
+        except Exception:   # (a wait set on a context shut down meanwhile: the end, quietly)
+            if context.ok() and not self._stopping.is_set():
+                raise
 
     def stop(self) -> None:
         """End the thread (after the call in progress, waiting at most STOP_TIMEOUT s), then
