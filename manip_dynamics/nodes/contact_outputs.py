@@ -58,6 +58,7 @@ import numpy as np
 from manip_dynamics.core.contact.detector import ContactPoint, arm_topology, link_segment
 from manip_dynamics.core.errors import InputError, ManipDynamicsError
 from manip_dynamics.nodes import wire
+from manip_dynamics.nodes.service_thread import SERVICE_QOS
 from manip_dynamics.nodes.state_outputs import RateGate, Subscribed
 from manip_dynamics.rules.contact_monitor import ContactMonitor
 from manip_dynamics.rules.effort_reader import EffortReader
@@ -101,8 +102,12 @@ class ContactOutputs:
             self.torques_pub, self.wrench_pub, self.contact_pub))
         self._switches = None             # the Snapshot.contact_outputs _gates are for
         self._gates = ()
-        node.create_service(Trigger, "~/reset_observer", self._on_reset)
-        node.create_service(Trigger, "~/zero_observer", self._on_zero)
+        # on the node's own thread (they change the observer the states update), with the
+        # request queue of the other services
+        node.create_service(Trigger, "~/reset_observer", self._on_reset,
+                            qos_profile=SERVICE_QOS)
+        node.create_service(Trigger, "~/zero_observer", self._on_zero,
+                            qos_profile=SERVICE_QOS)
         # the listener object registered (a bound method is a new object on each access:
         # the node finds this one with ``is`` to time the observer's share)
         self.listener = self.on_state

@@ -14,7 +14,9 @@ For every accepted ``joint_states`` message (stamp copied to every output)::
 with ``tau = M(q) qdd + C(q, qd) qd + g(q)`` (g holds the arm still). The robot model comes
 from the ``robot_description`` parameter, else the ``urdf_file`` parameter, else the
 ``robot_description`` topic (transient local, as robot_state_publisher sends it). The
-query services (``~/inverse_dynamics`` ...) are ``manip_dynamics.nodes.services``.
+query services (``~/inverse_dynamics`` ...) are ``manip_dynamics.nodes.services``; they,
+``~/estimate_payload`` and ``~/check_trajectory_safety`` are answered on a thread of their
+own (``service_thread.ServiceThread``), so no call holds up the per-state outputs.
 
 The node only translates: callbacks read messages, call the core, fill messages. All
 state a callback needs is one immutable ``Snapshot`` (plus the parameter values it was
@@ -61,6 +63,7 @@ from manip_dynamics.nodes.state_outputs import StateOutputs
 from manip_dynamics.nodes.wire_in import JointStateReader
 from manip_dynamics.nodes.payload_service import PayloadService
 from manip_dynamics.nodes.safety_outputs import SafetyOutputs
+from manip_dynamics.nodes.service_thread import ServiceThread
 from manip_dynamics.rules import gc_pauses
 from manip_dynamics.rules.dynamics_parameters import (PARAMETERS, SPECS, ParameterValueError,
                                                       check_values)
@@ -145,12 +148,15 @@ class DynamicsNode(Node):
 
         self._description_sub = self.create_subscription(
             String, "robot_description", self._on_robot_description, latched)
-        self.dynamics_services = DynamicsServices(self, lambda: self.snapshot)
+        self.service_thread = ServiceThread(self)   # the query services' own thread
+        self.dynamics_services = DynamicsServices(self, lambda: self.snapshot,
+                                                  self.service_thread)
         self._efforts = EffortReader()     # tau of a state, read once for every listener
         self.contact_outputs = ContactOutputs(self, self._efforts)  # the observer on effort
         self.payload_service = PayloadService(self, lambda: self._state,   # ~/estimate_payload
-                                              effort=self._efforts)
-        self.safety_outputs = SafetyOutputs(self, lambda: self._state)  # ISO/TS 15066 speeds
+                                              self.service_thread, effort=self._efforts)
+        self.safety_outputs = SafetyOutputs(self, lambda: self._state,   # ISO/TS 15066 speeds
+                                            self.service_thread)
 
         self.add_on_set_parameters_callback(self._validate_parameters)
         self.add_post_set_parameters_callback(self._apply_parameters)
@@ -165,6 +171,7 @@ class DynamicsNode(Node):
 
         self._load_initial_model(values)     # parses and warms up (compiles) the model
         self._joint_states_sub = self._subscribe_joint_states(values)
+        self.service_thread.start()
 
     def _subscribe_joint_states(self, values):
         """The joint_states subscription, created last: a model given at start-up is loaded
@@ -173,8 +180,8 @@ class DynamicsNode(Node):
         joint_states has its own mutually exclusive group: handled one at a time, in order
         (latest-wins relies on it). main() spins one thread (EventsExecutor by default, or
         a SingleThreadedExecutor: parameter ``executor``; a MultiThreadedExecutor cost 15x
-        the latency at 1 kHz); the groups keep the node correct under a
-        MultiThreadedExecutor too (services: their own reentrant group).
+        the latency at 1 kHz) for joint_states, timers and parameters; the query services
+        have their own (``self.service_thread``).
 
         Raw: the callback gets the serialised bytes and reads only the messages it computes
         (``wire_in.JointStateReader``); rclpy building the Python message was a third of
@@ -196,6 +203,19 @@ class DynamicsNode(Node):
         return self._state.snapshot
 
     # ------------------------------------------------------------------ parameters
+
+    def set_parameters(self, parameter_list):
+        """rclpy's, whole under the configuration lock (as set_parameters_atomically)."""
+        with self._config_lock:
+            return super().set_parameters(parameter_list)
+
+    def set_parameters_atomically(self, parameter_list):
+        """rclpy's, whole under the configuration lock: a change from the services' thread
+        (~/estimate_payload's ``apply``) and one from the parameter services on the main
+        thread never interleave their validate (builds ``_pending``) and apply (swaps it in)
+        callbacks; rclpy itself takes no lock."""
+        with self._config_lock:
+            return super().set_parameters_atomically(parameter_list)
 
     def _validate_parameters(self, params: list[Parameter]) -> SetParametersResult:
         """on-set callback: build the whole new state; refuse with a reason, change nothing."""
@@ -565,6 +585,7 @@ class DynamicsNode(Node):
             self.get_fully_qualified_name(), (level, message, values)))
 
     def destroy_node(self):
+        self.service_thread.stop()
         self._gc.close()
         return super().destroy_node()
 

@@ -36,17 +36,18 @@ SERVICE = "~/estimate_payload"
 
 class PayloadService:
     """``state()`` returns the node's current ``Applied`` state (snapshot, base model and
-    parameter values); ``effort``: the node's EffortReader (shared with the contact
-    outputs: effort read once per state), or None for one of its own."""
+    parameter values); ``host`` (a ServiceThread) serves the service on its own thread;
+    ``effort``: the node's EffortReader (shared with the contact outputs: effort read once
+    per state), or None for one of its own."""
 
-    def __init__(self, node, state, capacity: int = BUFFER_STATES,
+    def __init__(self, node, state, host, capacity: int = BUFFER_STATES,
                  effort: EffortReader = None):
         self.node, self._state = node, state
         self.buffer = StateBuffer(capacity)
         # tau from msg.effort, names matched once
         self._effort = EffortReader() if effort is None else effort
         node.state_listeners.append(self.on_state)
-        self.service = node.create_service(EstimatePayload, SERVICE, self.on_request)
+        self.service = host.create_service(EstimatePayload, SERVICE, self.on_request)
 
     def on_state(self, snapshot, msg, q, qd, terms, momentum=None) -> None:
         """state listener: keep (t, q, qd, tau) of a state with velocities and efforts."""

@@ -14,19 +14,19 @@ Plugged into ``DynamicsNode`` through its ``state_listeners`` hook. While
                         green (ratio 0) to red (ratio >= 1), at most 10 Hz, while subscribed
 
 and the service ``~/check_trajectory_safety`` (CheckTrajectorySafety): a JointTrajectory's
-waypoints assessed, the scale s and the trajectory retimed by it. The computations are
+waypoints assessed, the scale s and the trajectory retimed by it, served on the node's
+service thread (``service_thread.ServiceThread``: the per-state outputs never wait for it;
+at most ``services.MAX_TRAJECTORY_POINTS`` waypoints a request). The computations are
 :mod:`manip_dynamics.safety` (docs/safety.md); the options ``safety.*`` are judged by
 :mod:`manip_dynamics.rules.safety_options` before they are applied.
 """
 from __future__ import annotations
 
-import copy
 import threading
 import time
 import traceback
 
 import numpy as np
-from builtin_interfaces.msg import Duration
 from geometry_msgs.msg import Point, Vector3
 from std_msgs.msg import ColorRGBA, Float64, Header
 from visualization_msgs.msg import Marker, MarkerArray
@@ -50,9 +50,11 @@ MAX_TIME_FROM_START = 2 ** 31 - 1    # s: builtin_interfaces/Duration's int32 se
 
 class SafetyOutputs:
     """Publishers, the service and the SafetyMonitor of one DynamicsNode (module doc).
-    ``state()`` returns the node's current ``Applied`` (snapshot and parameter values)."""
+    ``state()`` returns the node's current ``Applied`` (snapshot and parameter values);
+    ``host`` (a ServiceThread) serves the service. ``_lock`` guards the per-state monitor
+    and its buffers only: a request holds it just to read them, never while it computes."""
 
-    def __init__(self, node, state):
+    def __init__(self, node, state, host):
         self.node, self._state = node, state
         self._lock = threading.Lock()
         self._built_for = None        # the node's Applied state the monitor was built for
@@ -62,7 +64,7 @@ class SafetyOutputs:
         self.safety_pub = node.create_publisher(CollisionSafety, "~/collision_safety", 10)
         self.scale_pub = node.create_publisher(Float64, "~/speed_scale", 10)
         self.markers_pub = node.create_publisher(MarkerArray, "~/safety_markers", 10)
-        node.create_service(CheckTrajectorySafety, SERVICE, self.on_request)
+        self.service = host.create_service(CheckTrajectorySafety, SERVICE, self.on_request)
         node.state_listeners.append(self.on_state)
 
     def _current(self):
@@ -140,20 +142,20 @@ class SafetyOutputs:
         return response
 
     def _answer(self, request, response):
-        with self._lock:
+        with self._lock:           # (the per-state monitor: built for the current state)
             monitor, options = self._current()
-            region = (monitor.region if not request.body_region
-                      else body_model(self._state().values["safety.body_model"])[
-                          request.body_region])
-            if request.payload_mass < 0 or not np.isfinite(request.payload_mass):
-                raise InputError(f"payload_mass must be finite and >= 0 (kg), got "
-                                 f"{request.payload_mass}")
-            if request.contact_area < 0 or not np.isfinite(request.contact_area):
-                raise InputError(f"contact_area must be finite and >= 0 (m^2), got "
-                                 f"{request.contact_area}")
-            monitor = self._build(self._state().snapshot, options, region,
-                                  request.contact_area or options.contact_area,
-                                  request.payload_mass)
+            applied = self._built_for
+        region = (monitor.region if not request.body_region
+                  else body_model(applied.values["safety.body_model"])[request.body_region])
+        if request.payload_mass < 0 or not np.isfinite(request.payload_mass):
+            raise InputError(f"payload_mass must be finite and >= 0 (kg), got "
+                             f"{request.payload_mass}")
+        if request.contact_area < 0 or not np.isfinite(request.contact_area):
+            raise InputError(f"contact_area must be finite and >= 0 (m^2), got "
+                             f"{request.contact_area}")
+        monitor = self._build(applied.snapshot, options, region,
+                              request.contact_area or options.contact_area,
+                              request.payload_mass)
         traj = request.trajectory
         P, V, _ = trajectory_arrays(monitor.kinematics.model, traj, allow_extra=True,
                                     require_velocities=True)
@@ -163,7 +165,7 @@ class SafetyOutputs:
         response.worst_point = [labels[i] for i in check.worst]
         response.ratio = [float(x) for x in check.ratio]
         response.scale = float(check.scale)
-        response.retimed = _retimed(traj, monitor.kinematics.model, check)
+        response.retimed = _retimed(traj, check)
         response.success = True
         response.message = (f"{len(P)} waypoints, body region {region.key}: max ratio "
                             f"{check.ratio.max():.3g} at waypoint {int(check.ratio.argmax())} "
@@ -183,17 +185,33 @@ def _with_extra_point_mass(model, frame, mass):
     return model.with_payload(frame, m, c, np.asarray(I0) + shift(m0, d0) + shift(mass, d1))
 
 
-def _retimed(traj, model, check):
-    """The request's trajectory with times x s, velocities / s, accelerations / s^2 (every
-    joint of the request, also those the model does not know)."""
-    out = copy.deepcopy(traj)
+def _retimed(traj, check):
+    """The request's trajectory ``traj`` with times x s, velocities / s, accelerations / s^2
+    (every joint of the request, also those the model does not know), changed in place and
+    returned: the request is not used after the call, and a copy cost 4x the check per
+    waypoint. s = 1 (compliant): ``traj`` as it came, times exact to the nanosecond."""
     s = check.scale
-    for k, pt in enumerate(out.points):
-        ns = int(round(check.time_from_start[k] * 1e9))
-        pt.time_from_start = Duration(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000)
-        pt.velocities = [float(v) / s for v in pt.velocities]
-        pt.accelerations = [float(a) / s ** 2 for a in pt.accelerations]
-    return out
+    if s == 1.0:
+        return traj
+    times = np.asarray(check.time_from_start, dtype=float)
+    if not (np.abs(times) < 2.0 ** 31).all():     # (also inf / NaN)
+        raise InputError(f"the retimed time_from_start reaches {np.max(np.abs(times)):.3g} s, "
+                         f"beyond builtin_interfaces/Duration (int32 seconds)")
+    ns = np.rint(times * 1e9).astype(np.int64)
+    sec, nanosec = np.divmod(ns, 1_000_000_000)
+    for pt, whole, part in zip(traj.points, sec.tolist(), nanosec.tolist()):
+        stamp = pt.time_from_start
+        stamp.sec, stamp.nanosec = whole, part
+        _divide(pt.velocities, s)
+        _divide(pt.accelerations, s ** 2)
+    return traj
+
+
+def _divide(values, d):
+    """values /= d in place (an array.array('d') of a message: its buffer, no new list)."""
+    if len(values):
+        array = np.frombuffer(values, dtype=np.float64)
+        np.divide(array, d, out=array)
 
 
 class SafetyWires:

@@ -34,10 +34,15 @@ condition numbers at singularities, missing URDF effort limits).
 Conventions are the core's (docs/design.md): ``tau = M qdd + C qd + g + tau_fr - J^T F``,
 vectors in the model's joint order (returned as ``joint_names``), matrices row-major.
 
-Threading: all services share one ``ReentrantCallbackGroup`` (``self.callback_group``).
-Handlers keep no state of their own and the core model is immutable, so with a
-``MultiThreadedExecutor`` service calls run concurrently with each other and with the
-node's joint_states handling (which should live in a different callback group).
+Threading: the services are made on ``host`` (the node's ``service_thread.ServiceThread``:
+their own thread, a request queue of ``SERVICE_QUEUE_DEPTH``), so a call never holds up
+the node's joint_states. Handlers keep no state of their own and the core model is
+immutable, so they may run beside the joint_states callback.
+
+Size: a trajectory request holds at most ``MAX_TRAJECTORY_POINTS`` points
+(``trajectory_arrays``); a longer one is refused before any per-point work (rclpy has
+already built it, about 20 us per 7-joint point with the interpreter held: the bound keeps
+that, and the answer's, short for the joint states waiting for the interpreter).
 """
 from __future__ import annotations
 
@@ -45,7 +50,6 @@ import traceback
 from typing import Callable, Optional, Sequence
 
 import numpy as np
-from rclpy.callback_groups import ReentrantCallbackGroup
 
 from manip_dynamics.core.errors import (
     InputError,
@@ -65,6 +69,7 @@ from manip_dynamics_interfaces.srv import (
 
 from manip_dynamics.rules.snapshot import Snapshot
 
+MAX_TRAJECTORY_POINTS = 10_000   # points per trajectory request (10 s at 1 kHz)
 NO_MODEL_MESSAGE = (
     "no robot model yet: publish the URDF on 'robot_description' or set the "
     "'robot_description' / 'urdf_file' parameter"
@@ -169,11 +174,16 @@ def trajectory_arrays(model, trajectory, allow_extra: bool = False,
     name. ``joint_names`` empty means the model's order. Names that are not joints of the
     model are refused, or with ``allow_extra`` accepted and left out (a caller that answers
     with the trajectory carries them through). ~/get_trajectory_torques: the defaults;
-    ~/check_trajectory_safety: allow_extra, require_velocities.
+    ~/check_trajectory_safety: allow_extra, require_velocities. More than
+    ``MAX_TRAJECTORY_POINTS`` points: refused (RequestError) before any per-point work.
     """
     points = trajectory.points
     if len(points) == 0:
         raise RequestError("trajectory has no points")
+    if len(points) > MAX_TRAJECTORY_POINTS:
+        raise RequestError(f"trajectory has {len(points)} points, more than the "
+                           f"{MAX_TRAJECTORY_POINTS} a request may hold: send it in parts "
+                           f"or sampled more coarsely")
     names = list(trajectory.joint_names) if trajectory.joint_names else list(model.joint_names)
     k = len(names)
     # Let the core validate the names (missing / duplicate / unknown) once, by mapping the
@@ -208,12 +218,13 @@ def trajectory_arrays(model, trajectory, allow_extra: bool = False,
 # --------------------------------------------------------------------------- services
 
 class DynamicsServices:
-    """Registers the six query services on ``node`` (see the module docstring)."""
+    """Registers the six query services of ``node`` on ``host`` (a ServiceThread: names
+    resolved by ``node``, answered on the host's thread; see the module docstring)."""
 
-    def __init__(self, node, get_snapshot: Callable[[], Optional[Snapshot]]):
+    def __init__(self, node, get_snapshot: Callable[[], Optional[Snapshot]], host):
         self._node = node
+        self._host = host
         self._get_snapshot = get_snapshot
-        self.callback_group = ReentrantCallbackGroup()
         specs = [
             (InverseDynamics, "~/inverse_dynamics", self._inverse_dynamics),
             (ForwardDynamics, "~/forward_dynamics", self._forward_dynamics),
@@ -225,13 +236,12 @@ class DynamicsServices:
         self.services = []
         for srv_type, name, handler in specs:
             resolved = node.resolve_service_name(name)   # /<ns>/<node>/<service>
-            service = node.create_service(srv_type, name, self._wrap(handler, resolved),
-                                          callback_group=self.callback_group)
+            service = host.create_service(srv_type, name, self._wrap(handler, resolved))
             self.services.append(service)
 
     def destroy(self) -> None:
         for service in self.services:
-            self._node.destroy_service(service)
+            self._host.destroy_service(service)
         self.services = []
 
     # One wrapper for every handler: snapshot check, error translation, no exceptions out.
