@@ -88,10 +88,23 @@ def rotation(axis, angle):
     return sp.eye(3) + s * K + (1 - c) * K * K
 
 
+_PARALLEL = 1e-15      # |a x b| below which unit axes are parallel (as chain.snap's 1e-15)
+
+
 def _same_axis(a, b):
-    """+1 / -1 if the numeric unit vectors a and b are equal / opposite (to 1e-12), else 0."""
-    d = sum(float(x) * float(y) for x, y in zip(a, b))
-    return 1 if d > 1 - 1e-12 else -1 if d < -1 + 1e-12 else 0
+    """+1 / -1 if the numeric unit vectors a and b are parallel / opposite, else 0.
+
+    Parallel means the angle between them is zero to double precision (|a x b| <= 1e-15;
+    a dot-product test ``a.b > 1 - eps`` would take angles up to sqrt(2 eps) as zero): an
+    rpy typed 1.5707963 or 3.1415926 leaves an angle of ~1e-8 rad between the axes, which is
+    kept (the rotations are not merged), so the equations are those of the URDF's numbers,
+    not of a nearby arm."""
+    a = [float(x) for x in a]
+    b = [float(x) for x in b]
+    cross = (a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0])
+    if max(abs(x) for x in cross) > _PARALLEL:
+        return 0
+    return 1 if sum(x * y for x, y in zip(a, b)) > 0 else -1
 
 
 class _Rotation:
