@@ -21,6 +21,7 @@ progress and inside the time limit (:mod:`.budget`).
 """
 from __future__ import annotations
 
+from contextlib import nullcontext
 from dataclasses import dataclass
 
 import sympy as sp
@@ -223,19 +224,22 @@ def _tip_jacobian(chain, q, poses, Jws):
     return sp.Matrix.vstack(p_tip.jacobian(q), Jws[chain.tip_body])
 
 
-def derive(chain_or_xml, simplify=False, time_limit=None, progress=None, **chain_options):
+def derive(chain_or_xml, simplify=False, time_limit=None, progress=None, budget=None,
+           **chain_options):
     """Equations of ``chain_or_xml`` (a :class:`Chain` or URDF text; ``chain_options`` go to
     :func:`serial_chain`: tip, joints, gravity, symbolic_parameters, max_joints).
 
     simplify: ``trigsimp`` every entry of M, C qd and g. time_limit: seconds (None = none),
     raises DerivationTimeout naming the stage; progress: callback(stage, done, total,
-    elapsed_s). Returns :class:`Equations`."""
+    elapsed_s). budget: a running :class:`.budget.Budget` to use instead (time_limit and
+    progress are then ignored), so a caller's limit covers more than the derivation (the
+    command line's covers the printing too). Returns :class:`Equations`."""
     chain = chain_or_xml if isinstance(chain_or_xml, Chain) else serial_chain(
         chain_or_xml, **chain_options)
     n = chain.n
     q = tuple(sp.Symbol(f"q_{i + 1}", real=True) for i in range(n))
     qd = tuple(sp.Symbol(f"qd_{i + 1}", real=True) for i in range(n))
-    with Budget(time_limit, progress) as budget:
+    with Budget(time_limit, progress) if budget is None else nullcontext(budget) as budget:
         poses, Jws = _forward(chain, q, budget)
         M, coms = _mass_matrix(chain, q, poses, Jws, budget)
         if simplify:
