@@ -2,9 +2,10 @@
 printing reports where it is and stops with a clear message instead of hanging.
 
 :class:`Budget` is used as a context manager around a derivation (the command line: around
-the derivation and the printing of its result, so ``--time-limit`` covers both). ``budget.step(stage, done,
-total)`` reports progress (to the ``progress`` callback: ``progress(stage, done, total,
-elapsed_s)``) and raises :class:`DerivationTimeout` once ``seconds`` have passed. A single
+the derivation and the printing of its result, so ``--time-limit`` covers both).
+``budget.step(stage, done, total)`` reports progress (to the ``progress`` callback:
+``progress(stage, done, total, elapsed_s)``; ``begin(stage, total)`` then ``tick()`` counts
+the steps of a stage) and raises :class:`DerivationTimeout` once ``seconds`` have passed. A single
 sympy call can run long between two steps, so in the main thread a POSIX interval timer
 (SIGALRM, every 0.25 s after the limit) raises the same error inside that call; sympy is pure
 Python, so the error arrives between two bytecodes. (Elsewhere, e.g. in a worker thread,
@@ -30,7 +31,8 @@ class Budget:
 
     def __init__(self, seconds=None, progress=None):
         if seconds is not None and not (math.isfinite(seconds) and seconds > 0):
-            raise InputError(f"time limit: must be a finite number of seconds > 0, got {seconds!r}")
+            raise InputError(
+                f"time limit: must be a finite number of seconds > 0, got {seconds!r}")
         self.seconds, self.progress = seconds, progress
         self.start = time.monotonic()
         self.stage = "start"
