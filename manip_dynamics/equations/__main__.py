@@ -2,33 +2,52 @@
 
 Prints (or writes with ``--output``) M(q), the Christoffel symbols, C(q, qd) qd, g(q),
 friction and J^T F of the chain root -> ``--tip`` as LaTeX (default), sympy expressions,
-a Python module or a C file (g, M, C qd only). Progress of slow stages goes to stderr;
-``--time-limit`` (default 300 s) stops a derivation that runs too long with a message naming
-the stage. Exit status 0, or 2 with a one-line ``error:`` message (the project's errors:
-URDFError for a tree or a broken description, UnsupportedJointError for a mimic joint,
-InputError for too many joints, DerivationTimeout for the time limit).
+a Python module or a C file (g, M, C qd only). Progress of each stage (derivation and
+printing) goes to stderr; ``--time-limit`` (default 300 s) covers the whole command, the
+derivation and the printing, and stops it with a message naming the stage. Exit status 0,
+or 2 with a one-line ``error:`` message (the project's errors: URDFError for a tree or a
+broken description, UnsupportedJointError for a mimic joint, InputError for too many
+joints, DerivationTimeout for the time limit; a time limit that is not a finite number > 0,
+a gravity that is not finite, an --output in a folder that does not exist).
 """
 from __future__ import annotations
 
 import argparse
+import math
+import os
 import sys
+import time
 
-import sympy as sp
+from sympy.printing.str import StrPrinter
 
 from ..core.dynamics.description import add_arguments, load_description
 from ..core.errors import ManipDynamicsError
+from .budget import Budget
 from .chain import MAX_JOINTS
 from .codegen import c_source, python_source
 from .derive import derive
 from .latex import latex_document
 
 
-def sympy_text(eq):
-    """The terms as sympy expressions (``sstr``), one ``name = ...`` per line."""
-    lines = [f"# q = {list(eq.q)} ({', '.join(eq.chain.joint_names)}), qd = {list(eq.qd)}",
-             f"M = {sp.sstr(eq.M)}", f"C = {sp.sstr(eq.C)}", f"Cqd = {sp.sstr(eq.Cqd)}",
-             f"g = {sp.sstr(eq.g)}", f"tau_fr = {sp.sstr(eq.tau_fr)}",
-             f"J = {sp.sstr(eq.J)}", f"JTF = {sp.sstr(eq.JTF)}"]
+def sympy_text(eq, budget=None):
+    """The terms as sympy expressions (``Matrix([[...], ...])``, sympy input), one ``name =
+    ...`` per line; terms in each sum's own order (sorting every sum of an unsimplified arm
+    was most of the printing time). budget: progress ``printing sympy`` and the limit."""
+    budget = Budget() if budget is None else budget
+    terms = (("M", eq.M), ("C", eq.C), ("Cqd", eq.Cqd), ("g", eq.g), ("tau_fr", eq.tau_fr),
+             ("J", eq.J), ("JTF", eq.JTF))
+    budget.begin("printing sympy", sum(len(A) for _, A in terms))
+    printer = StrPrinter({"order": "none"})
+
+    def entry(e):
+        budget.tick()
+        return printer.doprint(e)
+
+    lines = [f"# q = {list(eq.q)} ({', '.join(eq.chain.joint_names)}), qd = {list(eq.qd)}"]
+    for name, A in terms:
+        rows = ", ".join("[" + ", ".join(entry(A[r, c]) for c in range(A.cols)) + "]"
+                         for r in range(A.rows))
+        lines.append(f"{name} = Matrix([{rows}])")
     if eq.parameters:
         lines.append("parameters = {" + ", ".join(
             f"{s.name!r}: {v!r}" for s, v in eq.parameters.items()) + "}")
@@ -50,7 +69,8 @@ def _parser():
                         "gravity as named symbols instead of the URDF's numbers")
     p.add_argument("--gravity", nargs=3, type=float, default=(0.0, 0.0, -9.81),
                    metavar=("GX", "GY", "GZ"), help="gravity in the root frame, m/s^2")
-    p.add_argument("--time-limit", type=float, default=300.0, help="seconds (default 300)")
+    p.add_argument("--time-limit", type=float, default=300.0,
+                   help="seconds for the derivation and the printing (default 300)")
     p.add_argument("--max-joints", type=int, default=MAX_JOINTS,
                    help=f"refuse chains with more coordinates (default {MAX_JOINTS})")
     p.add_argument("--prefix", help="C function prefix (default: the robot's name)")
@@ -60,33 +80,82 @@ def _parser():
     return p
 
 
-def _progress(stage, done, total, elapsed):
-    at = f" {done}/{total}" if total else ""
-    print(f"\r[{elapsed:6.1f} s] {stage}{at}\033[K", end="", file=sys.stderr, flush=True)
+class _Progress:
+    """progress(stage, done, total, elapsed) on one stderr line, at most 5 updates a second
+    within a stage (a printing stage has one step per entry)."""
+
+    def __init__(self):
+        self.stage, self.shown = None, 0.0
+
+    def __call__(self, stage, done, total, elapsed):
+        now = time.monotonic()
+        if stage == self.stage and now - self.shown < 0.2 and done != total:
+            return
+        self.stage, self.shown = stage, now
+        at = f" {done}/{total}" if total else ""
+        print(f"\r[{elapsed:6.1f} s] {stage}{at}\033[K", end="", file=sys.stderr, flush=True)
+
+
+def _argument_error(args):
+    """The one-line message of an argument the parser accepts but the tool cannot use."""
+    if not (math.isfinite(args.time_limit) and args.time_limit > 0):
+        return f"--time-limit: must be a finite number of seconds > 0, got {args.time_limit:g}"
+    if not all(math.isfinite(g) for g in args.gravity):
+        return ("--gravity: must be three finite numbers (m/s^2), got "
+                + " ".join(f"{g:g}" for g in args.gravity))
+    if args.output:
+        folder = os.path.dirname(os.path.abspath(args.output))
+        if not os.path.isdir(folder):
+            return f"--output: folder '{folder}' does not exist (for '{args.output}')"
+    return None
+
+
+def _render(args, eq, budget):
+    if args.format == "latex":
+        return latex_document(eq, budget=budget)
+    if args.format == "sympy":
+        return sympy_text(eq, budget=budget)
+    if args.format == "python":
+        return python_source(eq, budget=budget)
+    return c_source(eq, args.prefix, budget=budget)
+
+
+def _write(path, text):
+    if not path:
+        sys.stdout.write(text)
+        return None
+    try:
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+    except OSError as e:
+        return f"--output: cannot write '{path}': {e.strerror}"
+    return None
 
 
 def main(argv=None):
+    """The command line (module docstring); returns the exit status."""
     args = _parser().parse_args(argv)
+    problem = _argument_error(args)
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
     try:
         xml = load_description(args.urdf, args.xacro_arg, args.package_path)
-        eq = derive(xml, simplify=args.simplify, time_limit=args.time_limit,
-                    progress=None if args.quiet else _progress, tip=args.tip,
-                    joints=args.joints, gravity=args.gravity,
-                    symbolic_parameters=args.symbolic_parameters, max_joints=args.max_joints)
+        with Budget(args.time_limit, None if args.quiet else _Progress()) as budget:
+            eq = derive(xml, simplify=args.simplify, budget=budget, tip=args.tip,
+                        joints=args.joints, gravity=args.gravity,
+                        symbolic_parameters=args.symbolic_parameters, max_joints=args.max_joints)
+            text = _render(args, eq, budget)
+            budget.step("done")
     except ManipDynamicsError as e:
-        print(("" if args.quiet else "\n") + f"error: {e}", file=sys.stderr)
-        return 2
+        problem = str(e)
     finally:
         if not args.quiet:
             print(file=sys.stderr)
-    render = {"latex": latex_document, "sympy": sympy_text, "python": python_source,
-              "c": lambda e: c_source(e, args.prefix)}[args.format]
-    text = render(eq)
-    if args.output:
-        with open(args.output, "w", encoding="utf-8") as f:
-            f.write(text)
-    else:
-        sys.stdout.write(text)
+    problem = problem or _write(args.output, text)
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
     return 0
 
 

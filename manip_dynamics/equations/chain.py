@@ -142,6 +142,11 @@ def _chain_path(structure, tip):
     if tip not in structure.frames:
         raise URDFError(f"tip link '{tip}' is not a link below root '{structure.root_link}'")
     b = structure.frames[tip][0]
+    if b < 0:
+        where = "is the root" if tip == structure.root_link else \
+            f"is fixed to the root '{structure.root_link}'"
+        raise URDFError(f"tip link '{tip}' {where}: no joint moves it, so there are no "
+                        "equations to derive; choose a link below a moving joint as --tip")
     path = []
     while b >= 0:
         path.append(int(b))
@@ -217,6 +222,8 @@ def _finish(structure, name, bodies, coords, tip, path, gravity, namer):
     X_tip[:3, :3] = _numbers(X[:3, :3])
     X_tip[:3, 3] = namer.vector(f"l_{path.index(tb) + 1 if tb >= 0 else 0}", X[:3, 3])
     gvec = np.asarray(gravity, dtype=float)
+    if gvec.shape != (3,) or not np.all(np.isfinite(gvec)):
+        raise InputError(f"gravity: must be three finite numbers (m/s^2), got {gravity!r}")
     g0 = float(np.linalg.norm(gvec))
     if namer.symbolic and g0 > 0:
         gravity = _numbers(gvec / g0) * namer.scalar("g_0", g0)

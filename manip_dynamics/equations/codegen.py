@@ -30,6 +30,8 @@ import sympy as sp
 from sympy.printing.c import C99CodePrinter
 from sympy.printing.pycode import PythonCodePrinter
 
+from .budget import Budget
+
 
 def _arguments(eq):
     """{symbol: indexed symbol} for q, qd and the parameters (p[k])."""
@@ -47,9 +49,10 @@ def _terms(eq):
             for name, exprs in flat.items()]
 
 
-def _cse(entries):
+def _cse(entries, budget, name):
     """sympy's cse, without the intermediates that nothing uses any more (an entry can
     cancel to a number once its subexpressions are shared)."""
+    budget.step(f"common subexpressions of {name}")
     replacements, reduced = sp.cse(entries, symbols=sp.numbered_symbols("x"))
     used = set().union(*(e.free_symbols for e in reduced)) if reduced else set()
     kept = []
@@ -57,7 +60,14 @@ def _cse(entries):
         if x in used:
             kept.append((x, e))
             used |= e.free_symbols
-    return kept[::-1], reduced
+    kept.reverse()
+    budget.begin(f"printing {name}", len(kept) + len(reduced))
+    return kept, reduced
+
+
+def _printed(printer, e, budget):
+    budget.tick()
+    return printer.doprint(e)
 
 
 def _header_lines(eq):
@@ -71,18 +81,20 @@ def _header_lines(eq):
     return lines
 
 
-def python_source(eq):
-    """Source of a Python module (only ``import math``) with gravity, mass_matrix, coriolis."""
+def python_source(eq, budget=None):
+    """Source of a Python module (only ``import math``) with gravity, mass_matrix, coriolis.
+    budget: a :class:`.budget.Budget` whose limit and progress cover the code generation."""
+    budget = Budget() if budget is None else budget
     printer = PythonCodePrinter({"fully_qualified_modules": True})
     n, extra = eq.n, ", p" if eq.parameters else ""
     out = ['"""' + "\n".join(_header_lines(eq)) + '"""', "import math", "", f"N = {n}",
            f"JOINTS = {tuple(eq.chain.joint_names)!r}", ""]
     for name, entries, needs_qd in _terms(eq):
         args = "q, qd" if needs_qd else "q"
-        replacements, reduced = _cse(entries)
+        replacements, reduced = _cse(entries, budget, name)
         out.append(f"def {name}({args}{extra}):")
-        out += [f"    {x} = {printer.doprint(e)}" for x, e in replacements]
-        vals = [printer.doprint(e) for e in reduced]
+        out += [f"    {x} = {_printed(printer, e, budget)}" for x, e in replacements]
+        vals = [_printed(printer, e, budget) for e in reduced]
         if name == "mass_matrix":
             rows = ["[" + ", ".join(vals[r * n:(r + 1) * n]) + "]" for r in range(n)]
             out.append("    return [" + ",\n            ".join(rows) + "]")
@@ -98,9 +110,10 @@ def c_identifier(name):
     return "_" + ident if ident[0].isdigit() else ident
 
 
-def c_source(eq, prefix=None):
+def c_source(eq, prefix=None, budget=None):
     """Source of a C99 translation unit (only ``<math.h>``) with P_gravity, P_mass_matrix,
-    P_coriolis (module docstring)."""
+    P_coriolis (module docstring). budget: as for :func:`python_source`."""
+    budget = Budget() if budget is None else budget
     prefix = c_identifier(prefix or eq.chain.name)
     printer = C99CodePrinter()
     p_arg = "const double *p, " if eq.parameters else ""
@@ -110,8 +123,10 @@ def c_source(eq, prefix=None):
         qd_arg = "const double *qd, " if needs_qd else ""
         out.append(f"void {prefix}_{name}(const double *q, {qd_arg}{p_arg}double *{result[name]})")
         out.append("{")
-        replacements, reduced = _cse(entries)
-        out += [f"    const double {x} = {printer.doprint(e)};" for x, e in replacements]
-        out += [f"    {result[name]}[{k}] = {printer.doprint(e)};" for k, e in enumerate(reduced)]
+        replacements, reduced = _cse(entries, budget, name)
+        out += [f"    const double {x} = {_printed(printer, e, budget)};"
+                for x, e in replacements]
+        out += [f"    {result[name]}[{k}] = {_printed(printer, e, budget)};"
+                for k, e in enumerate(reduced)]
         out += ["}", ""]
     return "\n".join(out)

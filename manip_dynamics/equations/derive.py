@@ -21,6 +21,7 @@ progress and inside the time limit (:mod:`.budget`).
 """
 from __future__ import annotations
 
+from contextlib import nullcontext
 from dataclasses import dataclass
 
 import sympy as sp
@@ -88,10 +89,23 @@ def rotation(axis, angle):
     return sp.eye(3) + s * K + (1 - c) * K * K
 
 
+_PARALLEL = 1e-15      # |a x b| below which unit axes are parallel (as chain.snap's 1e-15)
+
+
 def _same_axis(a, b):
-    """+1 / -1 if the numeric unit vectors a and b are equal / opposite (to 1e-12), else 0."""
-    d = sum(float(x) * float(y) for x, y in zip(a, b))
-    return 1 if d > 1 - 1e-12 else -1 if d < -1 + 1e-12 else 0
+    """+1 / -1 if the numeric unit vectors a and b are parallel / opposite, else 0.
+
+    Parallel means the angle between them is zero to double precision (|a x b| <= 1e-15;
+    a dot-product test ``a.b > 1 - eps`` would take angles up to sqrt(2 eps) as zero): an
+    rpy typed 1.5707963 or 3.1415926 leaves an angle of ~1e-8 rad between the axes, which is
+    kept (the rotations are not merged), so the equations are those of the URDF's numbers,
+    not of a nearby arm."""
+    a = [float(x) for x in a]
+    b = [float(x) for x in b]
+    cross = (a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0])
+    if max(abs(x) for x in cross) > _PARALLEL:
+        return 0
+    return 1 if sum(x * y for x, y in zip(a, b)) > 0 else -1
 
 
 class _Rotation:
@@ -210,19 +224,22 @@ def _tip_jacobian(chain, q, poses, Jws):
     return sp.Matrix.vstack(p_tip.jacobian(q), Jws[chain.tip_body])
 
 
-def derive(chain_or_xml, simplify=False, time_limit=None, progress=None, **chain_options):
+def derive(chain_or_xml, simplify=False, time_limit=None, progress=None, budget=None,
+           **chain_options):
     """Equations of ``chain_or_xml`` (a :class:`Chain` or URDF text; ``chain_options`` go to
     :func:`serial_chain`: tip, joints, gravity, symbolic_parameters, max_joints).
 
     simplify: ``trigsimp`` every entry of M, C qd and g. time_limit: seconds (None = none),
     raises DerivationTimeout naming the stage; progress: callback(stage, done, total,
-    elapsed_s). Returns :class:`Equations`."""
+    elapsed_s). budget: a running :class:`.budget.Budget` to use instead (time_limit and
+    progress are then ignored), so a caller's limit covers more than the derivation (the
+    command line's covers the printing too). Returns :class:`Equations`."""
     chain = chain_or_xml if isinstance(chain_or_xml, Chain) else serial_chain(
         chain_or_xml, **chain_options)
     n = chain.n
     q = tuple(sp.Symbol(f"q_{i + 1}", real=True) for i in range(n))
     qd = tuple(sp.Symbol(f"qd_{i + 1}", real=True) for i in range(n))
-    with Budget(time_limit, progress) as budget:
+    with Budget(time_limit, progress) if budget is None else nullcontext(budget) as budget:
         poses, Jws = _forward(chain, q, budget)
         M, coms = _mass_matrix(chain, q, poses, Jws, budget)
         if simplify:

@@ -131,3 +131,85 @@ def test_importing_equations_never_imports_rclpy():
             "bad = [m for m in sys.modules if m.split('.')[0] in ('rclpy', 'rosidl_runtime_py')]; "
             "sys.exit(1 if bad else 0)")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT, timeout=120)
+
+
+def test_a_tip_the_root_or_fixed_to_it_is_refused_saying_no_joint_moves_it():
+    """--tip at the root link (or a link welded to it): nothing to derive, said so (it was
+    called a tree branching off the chain from the root to itself)."""
+    xml = random_chain(2, seed=1)
+    with pytest.raises(URDFError, match=r"tip link 'base' is the root: no joint moves it"):
+        derive(xml, tip="base")
+    welded = xml.replace("</robot>", '<link name="plate"/><joint name="weld_plate" '
+                         'type="fixed"><parent link="base"/><child link="plate"/></joint></robot>')
+    with pytest.raises(URDFError, match=r"tip link 'plate' is fixed to the root 'base': no "
+                                        r"joint moves it"):
+        derive(welded, tip="plate")
+
+
+@pytest.mark.parametrize("option", [["--time-limit", "0"], ["--time-limit", "-5"],
+                                    ["--time-limit", "nan"], ["--gravity", "nan", "0", "-9.81"],
+                                    ["--gravity", "0", "inf", "0"], ["--tip", "base_link"],
+                                    ["-o", "{tmp}/no/such/folder/rp.tex"]])
+def test_cli_unusable_arguments_exit_2_with_one_line(option, tmp_path, capsys):
+    """Each: exit status 2 and one ``error:`` line naming the option (was: a ValueError
+    traceback for the time limit, g(q) = 0 and exit 0 for a NaN gravity, FileNotFoundError
+    after the whole derivation for -o, a 'tree' message for the root as tip)."""
+    arm = str(ROOT / "manip_dynamics" / "robots" / "planar_rp.urdf")
+    option = [o.replace("{tmp}", str(tmp_path)) for o in option]
+    assert main([arm, *option]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: "), err
+    expected = {"--time-limit": "--time-limit: must be a finite number of seconds > 0",
+                "--gravity": "--gravity: must be three finite numbers",
+                "--tip": "tip link 'base_link' is the root: no joint moves it",
+                "-o": "--output: folder '" + str(tmp_path / "no" / "such" / "folder")}[option[0]]
+    assert expected in err[0], err
+
+
+def test_the_api_refuses_a_nonfinite_gravity_and_time_limit():
+    xml = uf.rp_arm(2.0, 1.0, (0.3, 0.0), 0.06, 0.01)
+    with pytest.raises(InputError, match=r"gravity: must be three finite numbers"):
+        derive(xml, gravity=(float("nan"), 0.0, -9.81))
+    for bad in (0.0, -5.0, float("nan")):
+        with pytest.raises(InputError, match=r"time limit: must be a finite number"):
+            derive(xml, time_limit=bad)
+
+
+def test_the_time_limit_covers_the_printing():
+    """One Budget around derive and latex_document (as the command line does): the limit
+    passes during the printing (a progress callback waits past it at the first printed
+    entry), and DerivationTimeout names the printing stage."""
+    from manip_dynamics.equations import Budget
+    from manip_dynamics.equations.latex import latex_document
+    limit = 4.0
+
+    def wait_in_printing(stage, done, total, elapsed):
+        if stage == "printing LaTeX":
+            time.sleep(limit - elapsed + 1.0)      # the timer interrupts this sleep
+
+    xml = uf.rp_arm(2.0, 1.0, (0.3, 0.0), 0.06, 0.01)
+    with pytest.raises(DerivationTimeout, match=r"time limit of 4 s .* while printing LaTeX "
+                                                r"\(1/\d+\)"):
+        with Budget(limit, wait_in_printing) as budget:
+            eq = derive(xml, budget=budget)
+            assert budget.elapsed() < limit, "the derivation alone took the limit"
+            latex_document(eq, budget=budget)
+
+
+@pytest.mark.parametrize("fmt,stage", [("latex", "printing LaTeX"), ("sympy", "printing sympy"),
+                                       ("c", "printing mass_matrix")])
+def test_cli_shows_the_printing_progress(fmt, stage, tmp_path, capsys):
+    """Progress on stderr covers the printing, not only the derivation."""
+    arm = str(ROOT / "manip_dynamics" / "robots" / "planar_rp.urdf")
+    assert main([arm, "--format", fmt, "-o", str(tmp_path / "out")]) == 0
+    err = capsys.readouterr().err
+    assert "forward kinematics" in err and stage in err, err
+
+
+def test_cli_time_limit_in_one_line(capsys):
+    """A limit too small for anything: exit 2 and one line naming the limit and the stage."""
+    arm = str(ROOT / "manip_dynamics" / "robots" / "planar_2r.urdf")
+    assert main([arm, "--quiet", "--time-limit", "1e-6"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: symbolic path stopped at its time "
+                                               "limit of 1e-06 s"), err
