@@ -328,9 +328,13 @@ class DynamicsNode(Node):
                 f"tip {new.snapshot.tip_frame}")
 
     def _warm_up(self, snapshot: Snapshot) -> None:
-        """Compile the core's kernels now, so the first message or request does not wait."""
+        """Compile the core's kernels now, and do what the first state with effort would
+        start (the observer, the contact layouts, the payload buffer: their warm_up), so
+        the first messages or requests do not wait."""
         try:
             snapshot.model.warm_up()
+            self.contact_outputs.warm_up(snapshot)
+            self.payload_service.warm_up(snapshot)
         except Exception as exc:  # a warm-up failure is not an error of the model
             self.get_logger().debug(f"warm-up computation failed: {exc}")
 
