@@ -333,8 +333,8 @@ class DynamicsNode(Node):
         the first messages or requests do not wait."""
         try:
             snapshot.model.warm_up()
-            self.contact_outputs.warm_up(snapshot)
             self.payload_service.warm_up(snapshot)
+            self.contact_outputs.warm_up(snapshot)   # (last: per-joint observer.* may not fit)
         except Exception as exc:  # a warm-up failure is not an error of the model
             self.get_logger().debug(f"warm-up computation failed: {exc}")
 
