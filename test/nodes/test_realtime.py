@@ -230,16 +230,21 @@ def test_the_first_states_with_efforts_are_all_answered(client_for, ros_node):
     scheduling delays of a loaded machine (with 8, states were lost at load 8 on 2
     CPUs). The stream runs before the first answer, so no reaction time of this
     process hides part of a stall. Every output has a subscriber (the node builds only
-    what someone subscribes to)."""
+    what someone subscribes to); safety.enabled is on (the first assessment dispatched
+    its numba kernel: ~0.1 s)."""
     from geometry_msgs.msg import WrenchStamped
     from visualization_msgs.msg import MarkerArray
 
-    from manip_dynamics_interfaces.msg import Contact
+    from std_msgs.msg import Float64
+
+    from manip_dynamics_interfaces.msg import CollisionSafety, Contact
 
     model = _panda()
-    client = client_for("first_efforts", f"joint_states_backlog:={FIRST_BACKLOG}")
+    client = client_for("first_efforts", f"joint_states_backlog:={FIRST_BACKLOG}",
+                        "safety.enabled:=true")
     topics = {"external_torques": JointState, "external_wrench": WrenchStamped,
-              "contact": Contact, "contact_markers": MarkerArray}
+              "contact": Contact, "contact_markers": MarkerArray,
+              "collision_safety": CollisionSafety, "speed_scale": Float64}
     subs = [ros_node.create_subscription(t, f"{client.prefix}/{topic}", lambda msg: None,
                                          RELIABLE) for topic, t in topics.items()]
     try:
