@@ -84,6 +84,7 @@ class ContactOutputs:
         self._effort_seen = None          # None: no state yet; else the last state had effort
         self._last_markers = -math.inf
         self._wires = None                # ContactWires of the model last published
+        self._prepared = (None, None)     # (snapshot, a fresh ContactMonitor): warm_up's
         # tau from msg.effort, names matched once (the node's reader: read once per state)
         self._effort = EffortReader() if effort is None else effort
         self._log = ThrottledLog(node.get_logger(), WARNING_PERIOD)
@@ -195,7 +196,12 @@ class ContactOutputs:
         """The monitor for this snapshot: kept, retargeted or started over (rules)."""
         old = self._monitor
         if old is None:
-            self._monitor = ContactMonitor(snapshot.model, snapshot.observer, snapshot.tip_frame)
+            prepared_for, prepared = self._prepared
+            if prepared_for is snapshot:              # (built by warm_up, never fed)
+                self._monitor, self._prepared = prepared, (None, None)
+            else:
+                self._monitor = ContactMonitor(snapshot.model, snapshot.observer,
+                                               snapshot.tip_frame)
         else:
             self._monitor = old.retarget(snapshot.model, snapshot.observer, snapshot.tip_frame)
             if self._monitor is not old:
@@ -203,6 +209,35 @@ class ContactOutputs:
                     "observer started over (r = 0, bias cleared): the robot model's dynamics "
                     "or the observer.* parameters changed")
         return self._monitor
+
+    def warm_up(self, snapshot) -> None:
+        """Do now, for a new robot model (``DynamicsNode._warm_up``, before the model is
+        used), what the first state with effort would otherwise start while the next
+        states queue (~0.3 s: latest wins then skips them): a throwaway ContactMonitor of
+        ``snapshot`` fed two samples at rest on the node's own compute_all terms (the first
+        dispatch of observe_contact_norm's numba kernels, loaded from numba's cache or
+        compiled), and the contact outputs' layouts of the model (~/external_wrench,
+        ~/external_torques of an input without frame_id, ~/contact free and isolating
+        each joint), each checked against rclpy's deserialisation and kept for the first
+        publish. The running observer is not touched; the one the first state with
+        effort of ``snapshot`` starts (if none runs then) is built now. Raises what the
+        core raises (the node logs it: a warm-up failure is not an error of the model)."""
+        model, tip = snapshot.model, snapshot.tip_frame
+        q, qd = np.zeros(model.n), np.zeros(model.n)
+        terms, momentum = model.compute_all(q, qd, tip, damping=snapshot.damping,
+                                            damping_condition=snapshot.singular_condition,
+                                            momentum=True)
+        fed = ContactMonitor(model, snapshot.observer, tip)
+        tau = np.array(terms.g, dtype=np.float64)        # (as the EffortReader gives tau)
+        for t in (0.0, 1e-3):                            # start, then a step
+            fed.update_terms(t, q, qd, tau, terms, momentum)
+        wires = ContactWires(model, tip)
+        wires.torques("")
+        for joint in range(-1, model.n):
+            wires.contact(joint)
+        self._wires = wires
+        # the observer the first state with effort of this snapshot starts (never fed)
+        self._prepared = (snapshot, ContactMonitor(model, snapshot.observer, tip))
 
     # ------------------------------------------------------------------ messages
     def _publish(self, snapshot, in_header, monitor, q, qd, live) -> None:

@@ -348,11 +348,16 @@ class DynamicsNode(Node):
                 f"tip {new.snapshot.tip_frame}")
 
     def _warm_up(self, snapshot: Snapshot) -> None:
-        """Compile the core's kernels now, so the first message or request does not wait."""
-        try:
-            snapshot.model.warm_up()
-        except Exception as exc:  # a warm-up failure is not an error of the model
-            self.get_logger().debug(f"warm-up computation failed: {exc}")
+        """Compile the core's kernels now, and do what the first state with effort would
+        start (the observer, the contact layouts, the payload buffer, the safety kernel:
+        their warm_up), so the first messages or requests do not wait."""
+        for warm_up in (snapshot.model.warm_up, lambda: self.payload_service.warm_up(snapshot),
+                        lambda: self.contact_outputs.warm_up(snapshot),
+                        lambda: self.safety_outputs.warm_up(snapshot)):
+            try:
+                warm_up()
+            except Exception as exc:  # a warm-up failure is not an error of the model
+                self.get_logger().debug(f"warm-up computation failed: {exc}")
 
     def _on_time_jump(self, jump) -> None:
         self._gate.reset()

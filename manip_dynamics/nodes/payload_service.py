@@ -49,6 +49,12 @@ class PayloadService:
         node.state_listeners.append(self.on_state)
         self.service = host.create_service(EstimatePayload, SERVICE, self.on_request)
 
+    def warm_up(self, snapshot) -> None:
+        """For a new robot model, before it is used (``DynamicsNode._warm_up``): the
+        buffer's ring for its joints, allocated now rather than at its first state with
+        efforts."""
+        self.buffer.reserve(snapshot.model.joint_names)
+
     def on_state(self, snapshot, msg, q, qd, terms, momentum=None) -> None:
         """state listener: keep (t, q, qd, tau) of a state with velocities and efforts."""
         if qd is None or len(msg.effort) == 0:

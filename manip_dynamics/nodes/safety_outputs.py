@@ -81,6 +81,20 @@ class SafetyOutputs:
             self._built_for, self._options = applied, options
         return self._monitor, self._options
 
+    def warm_up(self, snapshot) -> None:
+        """For a new robot model, before it is used (``DynamicsNode._warm_up``): one
+        assessment by a throwaway monitor of its default points and the current options,
+        its layouts checked against rclpy (SafetyWires), so that the first state with
+        velocities while ``safety.enabled`` does not dispatch ``assess_into``'s numba
+        kernel (loaded from the cache: ~0.1 s, while the next states queue). The monitor
+        the states use is still built at the first one (for the options then)."""
+        options = options_from_values(self._state().values)
+        model = snapshot.model
+        monitor = SafetyMonitor(model, default_points(model, snapshot.tip_frame),
+                                options.region, options.contact_area)
+        table = SafetyWires(monitor, model.root_link).table
+        monitor.assess_into(np.zeros(model.n), np.zeros(model.n), table)
+
     @staticmethod
     def _build(snapshot, options, region, contact_area, payload_mass=0.0):
         model = snapshot.model

@@ -73,6 +73,13 @@ class StateBuffer:
             self._t[k] = t
             self._count += 1
 
+    def reserve(self, names) -> None:
+        """Allocate the ring for ``names`` now (as the first append of them would: a few
+        milliseconds for 30 000 states of 7 joints), emptying it unless they equal the
+        kept names."""
+        with self._lock:
+            self._use_names(tuple(names))
+
     def _use_names(self, names) -> None:
         """Start afresh (an empty ring of 3 len(names) columns) unless ``names`` equal the
         kept ones."""

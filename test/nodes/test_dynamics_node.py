@@ -774,6 +774,22 @@ def test_out_of_order_stamp_is_skipped(right, module_ros_node):
     assert "Traceback" not in right.log_since(mark)
 
 
+def test_a_refused_message_does_not_advance_the_stamp_order(right, module_ros_node):
+    """Good at t0, a NaN state at t2 (refused: bad input), then good at t1 < t2: t1 is
+    answered, not skipped as out of order (only a computed state moves the order)."""
+    t0, t1, t2 = (Probe.new_stamp(module_ros_node) for _ in range(3))
+    right.wait("dynamics", right.send(*PLANAR_GOOD, stamp=t0))
+    mark = right.log_mark()
+    names, position, _ = PLANAR_GOOD
+    bad = right.send(names, position, [math.nan, 0.0], stamp=t2)     # (names: joint2, joint1)
+    # (seen before the next one is sent: latest wins would skip it unseen)
+    right.wait_log("velocity: joint 'joint2' has non-finite value nan", since=mark)
+    good = right.send(*PLANAR_GOOD, stamp=t1)
+    right.wait("dynamics", good)
+    assert right.get("dynamics", bad) is None
+    assert "out of order" not in right.log_since(mark)
+
+
 def test_repeated_problems_are_logged_throttled(right):
     names = ["joint1", "joint2", "joint2"]
     mark = right.log_mark()

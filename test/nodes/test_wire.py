@@ -138,6 +138,31 @@ def test_state_outputs_use_the_layouts_only_when_they_read_back():
                                             "base", True)
 
 
+def test_state_outputs_match_names_in_any_order_also_once_cached():
+    """q and qd in model order from serialised joint states read by wire_in's reader,
+    the names in an order that is not its own inverse (a reversal is: an inverted index
+    would pass) with an extra joint among them, against the values looked up by name
+    here; the first message validates and caches the index, the next ones use it."""
+    from manip_dynamics.nodes.wire_in import JointStateReader
+
+    model = RobotModel.from_urdf_file(robots.path("panda"))
+    outputs, read = _outputs(model), JointStateReader()
+    order = [3, 0, 6, 1, 5, 2, 4]                 # order[order] != identity
+    assert [order[i] for i in order] != list(range(7))
+    names = [model.joint_names[i] for i in order]
+    names.insert(3, "panda_finger_joint1")
+    rng = np.random.default_rng(5)
+    for _ in range(3):
+        position, velocity = rng.normal(size=8), rng.normal(size=8)
+        msg = read(serialize_message(JointState(name=names, position=position.tolist(),
+                                                velocity=velocity.tolist())))
+        q, qd = outputs.vectors(msg)
+        np.testing.assert_array_equal(q, [dict(zip(names, position))[j]
+                                          for j in model.joint_names])
+        np.testing.assert_array_equal(qd, [dict(zip(names, velocity))[j]
+                                           for j in model.joint_names])
+
+
 # ------------------------------------------------------------------ contact outputs
 @pytest.mark.parametrize("frame_id", FRAME_IDS)
 def test_wrench_stamped_layout_reads_back_as_the_message(frame_id):

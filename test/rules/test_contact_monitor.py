@@ -119,22 +119,28 @@ def test_per_joint_lengths():
 
 
 def test_effort_reader_gathers_by_name_and_names_bad_values():
-    """EffortReader against vector_from_names (the reference) on shuffled names with an
-    extra joint, for the first and the cached name list; a NaN, a wrong length and a
-    missing joint raise vector_from_names' InputError, also once the names are cached."""
+    """EffortReader against the values looked up by name here (the reference) on names
+    in an order that is not its own inverse (a reversal is: an inverted index would pass)
+    with an extra joint among them, for the first and the cached name list; a NaN, a
+    wrong length and a missing joint raise vector_from_names' InputError, also once the
+    names are cached."""
     from types import SimpleNamespace
 
     from manip_dynamics.rules.effort_reader import EffortReader
 
     model = RobotModel.from_urdf_file(robots.path("panda"))
-    names = list(model.joint_names)[::-1] + ["gripper"]
+    order = [3, 0, 6, 1, 5, 2, 4]                 # order[order] != identity
+    assert [order[i] for i in order] != list(range(7))
+    names = [model.joint_names[i] for i in order]
+    names.insert(3, "gripper")
     read = EffortReader()
-    for k in range(3):
+    for k in range(3):                            # the first read, then the cached index
         effort = [float(v) for v in np.arange(8) * 1.5 - k]
+        by_name = dict(zip(names, effort))
         msg = SimpleNamespace(name=names, effort=effort)
         np.testing.assert_array_equal(read(model, msg),
-                                      model.vector_from_names(names, effort, field="effort"))
-    for effort, words in [([1.0] * 3 + [math.nan] + [1.0] * 4, "non-finite"),
+                                      [by_name[j] for j in model.joint_names])
+    for effort, words in [([1.0] * 4 + [math.nan] + [1.0] * 3, "non-finite"),
                           ([1.0] * 7, "8 names but 7 values")]:
         with pytest.raises(InputError, match=words):
             read(model, SimpleNamespace(name=names, effort=effort))

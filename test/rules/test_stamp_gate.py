@@ -46,3 +46,17 @@ def test_a_checked_but_not_accepted_stamp_does_not_move_the_order():
     gate.accept(NOW - 5 * S)
     assert gate.check(NOW, NOW, 0.0) is None              # checked, then (say) not published
     assert gate.check(NOW - 4 * S, NOW, 0.0) is None      # still after the accepted one
+
+
+def test_a_refused_message_between_two_good_ones_leaves_the_order_to_the_good_ones():
+    """The node's sequence: good at t0 (checked, computed, accepted), a message at t2
+    that passes the gate but is refused later (a NaN: checked, never accepted), then good
+    at t1 < t2: in order, since only t0 was accepted."""
+    gate = StampGate()
+    t0, t1, t2 = NOW - 3 * S, NOW - 2 * S, NOW - S
+    assert gate.check(t0, NOW, 0.0) is None
+    gate.accept(t0)
+    assert gate.check(t2, NOW, 0.0) is None               # then refused: not accepted
+    assert gate.check(t1, NOW, 0.0) is None
+    gate.accept(t1)
+    assert gate.check(t0, NOW, 0.0).key == "out-of-order"

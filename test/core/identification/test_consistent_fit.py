@@ -111,3 +111,38 @@ def test_the_arm_s_size_does_not_matter(scale):
         error = held_out_error(model, result.pi, held, tau)
         free = held_out_error(model, result.pi_unconstrained, held, tau)
         assert error < (bound or 1.1 * free), (noise, error, free)
+
+
+def test_friction_is_kept_non_negative_against_bounded_least_squares():
+    """consistent_fit on a small problem whose unconstrained optimum has a negative
+    viscous coefficient: one real body (P(pi) well inside the cone, so the LMI is not
+    active at the optimum) and two friction columns (viscous, Coulomb), A a random
+    well-conditioned (12, 12) matrix with weak coupling between the body's columns and the
+    friction ones, z = A pi* with pi*'s viscous = -0.2. The reference is scipy's bounded
+    least squares (lsq_linear: friction >= 0, the body free; no cone), whose body is
+    checked to be real: the two problems then have the same optimum (viscous 0, the
+    body moved by the coupling). Without the friction >= 0 constraint the fit returns
+    pi* itself (viscous -0.2)."""
+    from scipy.optimize import lsq_linear
+
+    from manip_dynamics.core.identification.consistent_fit import consistent_fit
+
+    m, c = 10.0, np.array([0.05, -0.1, 0.2])
+    sigma = m * np.outer(c, c) + np.diag([0.5, 0.7, 0.9])   # int r r^T dm, about the origin
+    I_O = np.trace(sigma) * np.eye(3) - sigma
+    # pi_b = [m, m c, Ixx, Ixy, Iyy, Ixz, Iyz, Izz] (about the origin; regressor.py's order)
+    body = np.concatenate([[m], m * c, [I_O[0, 0], I_O[0, 1], I_O[1, 1], I_O[0, 2],
+                                        I_O[1, 2], I_O[2, 2]]])
+    assert np.linalg.eigvalsh(R.pseudo_inertia(body)).min() > 0.3     # a real body
+    pi_star = np.concatenate([body, [-0.2, 0.4]])                    # viscous < 0
+    rng = np.random.default_rng(4)
+    A = np.eye(12) + 0.1 * rng.normal(size=(12, 12))
+    z = A @ pi_star
+    bounds = (np.r_[np.full(10, -np.inf), 0.0, 0.0], np.full(12, np.inf))
+    ref = lsq_linear(A, z, bounds=bounds, method="bvls", tol=1e-14).x
+    assert ref[10] == 0.0 and ref[11] > 0.0                          # viscous at its bound
+    assert np.linalg.eigvalsh(R.pseudo_inertia(ref[:10])).min() > 0.1  # LMI not active
+    fit = consistent_fit(A, z, 0.0, prior=np.r_[body, 0.0, 0.0], nb=1)
+    assert fit.status == "optimal" and abs(fit.optimality_gap) < 1e-8
+    assert fit.pi[10] >= -1e-9
+    np.testing.assert_allclose(fit.pi, ref, rtol=0, atol=1e-6 * np.abs(ref).max())
