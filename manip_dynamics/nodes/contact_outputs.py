@@ -55,7 +55,8 @@ from visualization_msgs.msg import Marker, MarkerArray
 
 import numpy as np
 
-from manip_dynamics.core.contact.detector import ContactPoint, arm_topology, link_segment
+from manip_dynamics.core.contact.detector import (ContactPoint, arm_topology, joint_candidates,
+                                                  link_segment)
 from manip_dynamics.core.errors import InputError, ManipDynamicsError
 from manip_dynamics.nodes import wire
 from manip_dynamics.nodes.service_thread import SERVICE_QOS
@@ -352,7 +353,8 @@ class ContactWires:
             probe = _ProbeLive(joint, model)
             layout = wire.ContactWire(model.root_link, probe.link,
                                       model.joint_names[joint] if joint >= 0 else "",
-                                      list(model.joint_names), self.tip_frame)
+                                      list(model.joint_names), self.tip_frame,
+                                      probe.candidates)
             self._contact[joint] = layout
             header, point = Header(stamp=_PROBE_STAMP, frame_id=model.root_link), probe.point
             when = 12.5 if probe.in_contact else 0.0      # (as _publish passes it)
@@ -369,7 +371,9 @@ class _ProbeLive:
 
     def __init__(self, joint, model):
         self.in_contact, self.joint = joint >= 0, joint
-        self.link = arm_topology(model).joint_link[joint] if joint >= 0 else ""
+        topology = arm_topology(model)
+        self.link = topology.joint_link[joint] if joint >= 0 else ""
+        self.candidates = joint_candidates(topology)[joint] if joint >= 0 else ()
         self.residual_norm = 3.75
         self.residual = np.cos(np.arange(model.n) + 0.5) * 2.3
         self.F = np.arange(-3.0, 3.0) * 1.75 + 0.125
@@ -398,7 +402,8 @@ def contact_message(header, model, live, detection_time, wrench_frame) -> Contac
     """The Contact message of one result (fields: manip_dynamics_interfaces/msg/Contact);
     detection_time on the header's clock (0.0 when free); external_torques live.residual
     (r - bias, model order) and external_wrench live.F (at ``wrench_frame``'s origin, the
-    tip frame; root axes): the values of torques_message and wrench_message."""
+    tip frame; root axes): the values of torques_message and wrench_message;
+    candidate_links live.candidates (isolated link first; empty when free)."""
     msg = Contact(header=header, in_contact=bool(live.in_contact), isolated_link=live.link,
                   isolated_joint=model.joint_names[live.joint] if live.joint >= 0 else "",
                   residual_norm=float(live.residual_norm))
@@ -412,6 +417,7 @@ def contact_message(header, model, live, detection_time, wrench_frame) -> Contac
     msg.external_torques = _f64(live.residual)
     msg.wrench_frame = wrench_frame
     msg.external_wrench = wrench_message(header, live.F).wrench
+    msg.candidate_links = list(live.candidates)
     return msg
 
 

@@ -232,14 +232,16 @@ class ContactWire:
     in_contact, ``isolated_link``, ``isolated_joint``, residual_norm, detection_time,
     contact_point_valid, contact_point (x, y, z), contact_force (x, y, z), ``joint_names``,
     external_torques (one float64 per joint name), ``wrench_frame``, external_wrench
-    (force x, y, z, torque x, y, z). One layout per isolated joint, joint names and wrench
-    frame (the node keeps one per isolated joint of its model and tip frame)."""
+    (force x, y, z, torque x, y, z), ``candidate_links``. One layout per isolated joint
+    (its candidate links), joint names and wrench frame (the node keeps one per isolated
+    joint of its model and tip frame)."""
 
     __slots__ = ("buf", "_stamp", "_in_contact", "_valid", "_norm_time", "point_force",
                  "external_torques", "external_wrench")
 
     def __init__(self, frame_id: str, isolated_link: str, isolated_joint: str,
-                 joint_names: Sequence[str], wrench_frame: str):
+                 joint_names: Sequence[str], wrench_frame: str,
+                 candidate_links: Sequence[str] = ()):
         w = CdrWriter()
         self._stamp = w.stamp()
         w.string(frame_id)
@@ -259,6 +261,7 @@ class ContactWire:
         wrench = w.float64()
         for _ in range(5):                       # force y, z, torque x, y, z, right after
             w.float64()
+        w.strings(candidate_links)
         self.buf = w.buf
         self._norm_time = w.view(norm, 2)
         self.point_force = w.view(point, 6)

@@ -230,6 +230,9 @@ def test_constant_tip_wrench_closed_form_detection_and_isolation(probe):
         assert c.in_contact == (first is not None)
     assert abs(TAU_EXT[6]) > 1.0                     # joint 7 carries it: link 7 isolated
     assert c.isolated_link == "panda_link7" and c.isolated_joint == "panda_joint7"
+    # joint 7 moves panda_link7 and, through the fixed panda_joint8, panda_link8 (the URDF)
+    assert list(c.candidate_links) == ["panda_link7", "panda_link8"]
+    assert list(probe.wait("contact", stamps[0]).candidate_links) == []     # free at first
     assert c.detection_time == pytest.approx(first * 1e-9, abs=1e-6)
     assert (first - t0) * 1e-9 <= 3.0 / K_O
     w = probe.wait("external_wrench", stamps[-1])
@@ -550,6 +553,7 @@ def test_observer_contact_point_finds_a_known_force(probe):
         s = probe.state(G - tau_c)
     c = probe.wait("contact", s)
     assert c.in_contact and c.isolated_link == "panda_link6" and not c.contact_point_valid
+    assert list(c.candidate_links) == ["panda_link6", "panda_link7", "panda_link8"]
     with observer_parameters(probe, ("observer.contact_point", True)):
         restart(probe)
         for _ in range(30):

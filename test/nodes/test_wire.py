@@ -180,7 +180,7 @@ def test_wrench_stamped_layout_reads_back_as_the_message(frame_id):
 
 
 def _contact(stamp, frame_id, link, joint, in_contact, norm, when, point, force, names, r,
-             wrench_frame, F):
+             wrench_frame, F, candidates=()):
     """The Contact message built here field by field with the generated setters (point
     and force None: contact_point_valid false, zeros)."""
     from manip_dynamics_interfaces.msg import Contact
@@ -188,7 +188,8 @@ def _contact(stamp, frame_id, link, joint, in_contact, norm, when, point, force,
     msg = Contact(in_contact=bool(in_contact), isolated_link=link, isolated_joint=joint,
                   residual_norm=float(norm), detection_time=float(when),
                   contact_point_valid=point is not None, joint_names=list(names),
-                  external_torques=[float(x) for x in r], wrench_frame=wrench_frame)
+                  external_torques=[float(x) for x in r], wrench_frame=wrench_frame,
+                  candidate_links=list(candidates))
     msg.header.stamp, msg.header.frame_id = stamp, frame_id
     if point is not None:
         c, f = msg.contact_point, msg.contact_force
@@ -212,14 +213,15 @@ def test_contact_layout_reads_back_as_the_message(frame_id, link, joint):
     rng = np.random.default_rng(len(frame_id) * 7 + len(link) + len(joint))
     for n, wrench_frame in ((1, "t"), (2, "ab"), (7, "abc"), (29, FRAME_IDS[5])):
         names = _names(n)
-        layout = wire.ContactWire(frame_id, link, joint, names, wrench_frame)
+        candidates = (link, *FRAME_IDS[:n % 4]) if link else ()
+        layout = wire.ContactWire(frame_id, link, joint, names, wrench_frame, candidates)
         for k in range(4):
             stamp, (norm, when), pf = _stamp(rng), _values(rng, 2), _values(rng, 6)
             r, F = _values(rng, n), _values(rng, 6)
             valid, in_contact = k % 2 == 0, k != 1
             point, force = (pf[:3], pf[3:]) if valid else (None, None)
             expected = _contact(stamp, frame_id, link, joint, in_contact, norm, when, point,
-                                force, names, r, wrench_frame, F)
+                                force, names, r, wrench_frame, F, candidates)
             data = layout.fill(stamp, in_contact, norm, when, point, force, r, F)
             assert deserialize_message(data, Contact) == expected
 
@@ -227,12 +229,15 @@ def test_contact_layout_reads_back_as_the_message(frame_id, link, joint):
 def _probe_live(model, rng, joint, with_point):
     """A LiveResult-like result with random values: isolated joint ``joint`` (-1: none,
     out of contact), residual r (n,), wrench F (6,), a contact point or None."""
-    from manip_dynamics.core.contact.detector import ContactPoint, arm_topology
+    from manip_dynamics.core.contact.detector import (ContactPoint, arm_topology,
+                                                      joint_candidates)
 
+    topology = arm_topology(model)
     point = (ContactPoint(_values(rng, 3), _values(rng, 3), 0.5, 0.0, None) if with_point
              else None)
     return SimpleNamespace(in_contact=joint >= 0, joint=joint,
-                           link=arm_topology(model).joint_link[joint] if joint >= 0 else "",
+                           link=topology.joint_link[joint] if joint >= 0 else "",
+                           candidates=joint_candidates(topology)[joint] if joint >= 0 else (),
                            residual_norm=float(rng.uniform(0.0, 50.0)),
                            residual=_values(rng, model.n), F=_values(rng, 6), point=point)
 
@@ -288,7 +293,7 @@ def test_contact_wires_equal_rclpy_serialisation_of_contact_message(robot, tip):
                                 live.residual_norm, when,
                                 None if point is None else point.point,
                                 None if point is None else point.force, names,
-                                live.residual, tip, live.F)
+                                live.residual, tip, live.F, live.candidates)
             assert message == expected
             got = deserialize_message(data, Contact)
             assert got == expected
@@ -317,7 +322,8 @@ def _joint_type(robot, joint_name):
 def test_contact_wires_check_every_layout_they_use():
     """ContactWires (the node's contact layouts) of the Panda: raw, each isolated joint's
     layout built once and reused; a layout that reads back otherwise (a wrong link name,
-    the joint names in another order, another wrench frame) turns raw off."""
+    the joint names in another order, another wrench frame, the candidates cut) turns raw
+    off."""
     from manip_dynamics.nodes.contact_outputs import ContactWires
 
     model = RobotModel.from_urdf_file(robots.path("panda"))
@@ -329,7 +335,8 @@ def test_contact_wires_check_every_layout_they_use():
     original = wire.ContactWire
     for change in (lambda a: (a[0], a[1] + "x") + a[2:],
                    lambda a: a[:3] + (a[3][::-1],) + a[4:],
-                   lambda a: a[:4] + ("panda_link7",)):
+                   lambda a: a[:4] + ("panda_link7",) + a[5:],
+                   lambda a: a[:5] + (a[5][:1],)):          # the candidates cut
         broken = ContactWires(model, "panda_link8")
         try:
             wire.ContactWire = lambda *args, change=change: original(*change(args))
