@@ -170,9 +170,13 @@ def _closest(A_s, z_s, rho_s, x_fit, bound, x_prior, weight, G, nb, margin):
     |[A_s x - z_s; rho_s]| <= bound, the closest to x_prior in |weight (x - target)| (target:
     x_prior's inertial part, x_fit's friction: the URDF's friction, usually 0, is no prior).
     Written in coordinates where the residual ball has radius 1 whatever its size (noise-free
-    data give a best residual of 1e-11, below the solver's feasibility tolerance):
-    x = x_fit + V Sigma^-1 U^T radius u + N w (A_s = U Sigma V^T, N its null space), so
-    A_s x - z_s = r_fit + radius u and the ball is |r_fit / radius + u| <= 1."""
+    data give a best residual of 1e-11, below the solver's feasibility tolerance) and a
+    unit step moves x by at most 1: x = x_fit + V diag(c) v + N w (A_s = U diag(sv) V^T, N
+    its null space, c = min(radius / sv, 1)), so the ball is |U^T r_fit / radius +
+    diag(sv c / radius) v| <= 1: directions the data fix well have coefficient 1, those
+    they hardly see (the ball longer than the prior's scale along them) a small one.
+    (With radius / sv alone, such a direction had steps of 1e3 and Clarabel stopped on a
+    numerical error on the SO-101 made 30x smaller.)"""
     cp = import_extra("cvxpy", __name__)
 
     p, pb = A_s.shape[1], A_s.shape[0]
@@ -180,15 +184,17 @@ def _closest(A_s, z_s, rho_s, x_fit, bound, x_prior, weight, G, nb, margin):
     r_fit = A_s @ x_fit - z_s
     radius = float(np.sqrt(max(bound ** 2 - rho_s ** 2, 0.0))) or 1e-300
     radius = max(radius, float(np.linalg.norm(r_fit)))
-    u, w = cp.Variable(pb), cp.Variable(p - pb)
-    x = x_fit + (Vt[:pb].T / sv * radius) @ U.T @ u + Vt[pb:].T @ w
+    c = np.minimum(radius / sv, 1.0)      # a unit step of v: at most 1 (the prior's scale)
+    v, w = cp.Variable(pb), cp.Variable(p - pb)
+    x = x_fit + (Vt[:pb].T * c) @ v + Vt[pb:].T @ w
     real = [cp.reshape(G[b] @ x[10 * b:10 * b + 10], (4, 4), order="F") >> margin * np.eye(4)
             for b in range(nb)]
     if p > 10 * nb:
         real.append(x[10 * nb:] >= 0)
     target = np.concatenate([x_prior[:10 * nb], x_fit[10 * nb:]])
     problem = cp.Problem(cp.Minimize(cp.norm(cp.multiply(weight, x - target))),
-                         real + [cp.norm(r_fit / radius + u) <= 1.0])
+                         real + [cp.norm(U.T @ r_fit / radius
+                                         + cp.multiply(sv * c / radius, v)) <= 1.0])
     status = _solve(problem, ("CLARABEL_CLOSEST",))[0]
     return status, np.asarray(x.value, dtype=float)
 
