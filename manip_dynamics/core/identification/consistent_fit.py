@@ -28,9 +28,16 @@ sign), friction in units of the unconstrained estimate's magnitudes (at least 1e
 largest), and the residual divided by ``|[z; rho]|`` (the objective is the RELATIVE
 weighted residual).
 
-The data leave the directions outside the base parameters free: a second program takes,
-among the parameters with the fit's ``A pi`` (the same residual), the real ones closest to
-the prior in the scaled metric (the unconstrained fit does the same without the LMIs).
+The data leave the directions outside the base parameters free, and on a real arm they
+barely see others (a wrist's mass) while the rigid-body model cannot explain everything
+(rotor inertia, on the UR10e 0.44 kg m^2 on the last joint): fitting the residual exactly
+then empties some links and overloads others. A second program (issue 34) takes, among the
+real parameters whose relative weighted residual is within (1 + eps_r) of the first's
+optimum (``tolerance``, default 1e-3), the one closest to the prior in the distance of
+:func:`prior_weights` (friction: closest to the first stage's). Its objective is a weighted
+Euclidean norm, whose minimiser over a convex set is unique: the answer does not depend on
+round-off (the same input gives the same URDF). Every stage's solver status is kept
+(:meth:`ConsistentFit.stage_statuses`); anything but 'optimal' is for the caller to show.
 """
 from __future__ import annotations
 
@@ -47,12 +54,13 @@ _PSD_VEC = np.stack([pseudo_inertia(e).ravel() for e in np.eye(10)], axis=1)   #
 
 @dataclass(frozen=True)
 class ConsistentFit:
-    """pi (p,) the fit; status of the solver on the fit ('optimal', 'optimal_inaccurate');
-    solver ('CLARABEL' or 'SCS'); residual: relative weighted residual at pi (the
-    objective); optimality_gap: primal minus dual objective of the fit (same units: a
-    bound on how far the residual is from the best one over real bodies); prior_status:
-    the solver's status on the closest-to-prior stage ('skipped' if it failed: then pi
-    is the fit's own)."""
+    """pi (p,) the parameters written; status of the solver on the fit ('optimal',
+    'optimal_inaccurate'); solver ('CLARABEL' or 'SCS'); residual: relative weighted
+    residual at pi; optimality_gap: primal minus dual objective of the fit (same units: a
+    bound on how far best_residual is from the best one over real bodies); prior_status:
+    the solver's status on the closest-to-prior stage ('failed (...)' if it failed: then
+    pi is the fit's own); best_residual: the fit's (first stage's) relative residual;
+    tolerance: eps_r, residual <= (1 + eps_r) best_residual."""
 
     pi: np.ndarray
     status: str

@@ -11,10 +11,12 @@ Pipeline (docs/identification.md has the math):
    W_w. Full parameters pi for a URDF: either the prior (URDF) corrected by the smallest
    scaled change that reproduces the estimated base parameters, or (``consistent=True``) the
    physically consistent fit: the weighted least squares subject to every body's
-   pseudo-inertia being positive semidefinite, a semidefinite program solved to its
-   certified optimum (:mod:`.consistent_fit`).
+   pseudo-inertia being positive definite with a margin, a semidefinite program solved to
+   its certified optimum, then the real parameters closest to the prior within
+   ``tolerance`` of that residual (:mod:`.consistent_fit`).
 3. :func:`identified_urdf`: the same URDF text with the new ``<inertial>`` (and, with
-   friction, ``<dynamics damping friction>``) values.
+   friction, ``<dynamics damping friction>``, a negative estimate written as 0 with a note)
+   values; :func:`check_written_urdf` reads it back and checks every body.
 """
 from __future__ import annotations
 
@@ -161,7 +163,10 @@ class Identification:
     unless ``consistent``). Consistent fit only (else None): solver ('CLARABEL' / 'SCS'),
     solver_status ('optimal', ...), optimality_gap (primal minus dual objective, in units of
     the relative weighted residual |r_w| / |tau_w|: the fit's residual is within it of the
-    best over real bodies), residual (that relative residual at pi)."""
+    best over real bodies), residual (that relative residual at pi), stage_statuses
+    ({stage: status}), best_residual (the first stage's), tolerance (eps_r: residual <=
+    (1 + eps_r) best_residual), warnings (one sentence per stage not 'optimal'; empty when
+    all are). solver_status is 'optimal' only when every stage is."""
 
     base: object
     beta: np.ndarray
@@ -211,8 +216,10 @@ def identify(model, samples, friction=True, consistent=False, base=None, prior=N
     parameters the unidentifiable directions are taken from (default: the model's own, i.e.
     the URDF); min_speed (rad/s or m/s): drop the equation of joint j at the samples where
     |qd_j| < min_speed (near velocity reversals the joint may stick, and sign(qd) is then
-    not its friction); margin: of the consistent fit (:func:`.consistent_fit.consistent_fit`).
-    Returns :class:`Identification`.
+    not its friction); margin, tolerance: of the consistent fit
+    (:func:`.consistent_fit.consistent_fit`; tolerance eps_r in [0, 1], default 1e-3: the
+    real parameters closest to the prior among those within 1 + eps_r of the best real
+    fit's residual). Returns :class:`Identification`.
     """
     base, prior = _check_identify(model, samples, friction, base, prior)
     min_speed = arguments.scalar("min_speed", min_speed, 0.0)

@@ -4,9 +4,9 @@ when absent). The authors' identification run and window (ur-20_02_10-30sec_12ha
 lines 635-3510), motor currents x their drive gains, the data's ur10e.urdf as the prior,
 cutoff 5 Hz, the last 25% held out (docs/identification.md section 14).
 
-Before issue 34 the consistent fit's URDF weighed 37.6 kg... no: its links weighed 7.78,
-6.06, 7.72, 0.217, 5.43 and 0.0011 kg (URDF 7.78, 12.93, 3.87, 1.96, 1.96, 0.202), the
-wrist's last link a ring of 1 g, and swung with the cutoff (upper arm 33.6 kg at 10 Hz)."""
+Before issue 34 item 5 the consistent fit's links weighed 7.78, 6.06, 7.72, 0.217, 5.43
+and 0.0011 kg (URDF 7.78, 12.93, 3.87, 1.96, 1.96, 0.202): the last wrist link a ring of
+1 g, and the masses swung with the cutoff (upper arm 33.6 kg at 10 Hz)."""
 from __future__ import annotations
 
 import re
