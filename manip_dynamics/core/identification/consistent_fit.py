@@ -211,7 +211,7 @@ _CLOSEST_TOL = 1e-9
 _OPTIONS = {"CLARABEL": dict(tol_gap_abs=1e-10, tol_gap_rel=1e-10, tol_feas=1e-10,
                              max_iter=200),
             "SCS": dict(eps_abs=1e-9, eps_rel=1e-9, max_iters=20000),
-            # the second stage: its optimum is unique (a strictly convex distance) and no
+            # the second stage: its minimiser is unique (a weighted Euclidean distance), no
             # certificate is reported from it; at 1e-10 Clarabel stopped "almost solved"
             # (gap 4e-14, feasibility short of 1e-10) on a UR5 with noise
             "CLARABEL_CLOSEST": dict(tol_gap_abs=_CLOSEST_TOL, tol_gap_rel=_CLOSEST_TOL,
