@@ -11,13 +11,16 @@ Pipeline (docs/identification.md has the math):
    W_w. Full parameters pi for a URDF: either the prior (URDF) corrected by the smallest
    scaled change that reproduces the estimated base parameters, or (``consistent=True``) the
    physically consistent fit: the weighted least squares subject to every body's
-   pseudo-inertia being positive semidefinite, a semidefinite program solved to its
-   certified optimum (:mod:`.consistent_fit`).
+   pseudo-inertia being positive definite with a margin, a semidefinite program solved to
+   its certified optimum, then the real parameters closest to the prior within
+   ``tolerance`` of that residual (:mod:`.consistent_fit`).
 3. :func:`identified_urdf`: the same URDF text with the new ``<inertial>`` (and, with
-   friction, ``<dynamics damping friction>``) values.
+   friction, ``<dynamics damping friction>``, a negative estimate written as 0 with a note)
+   values; :func:`check_written_urdf` reads it back and checks every body.
 """
 from __future__ import annotations
 
+import warnings
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 
@@ -27,12 +30,13 @@ import scipy.signal
 
 from ..dynamics.checks import _flag
 from ..dynamics.urdf import _parse_inertial
-from ..errors import InputError
+from ..dynamics.model import RobotModel
+from ..errors import InputError, ManipDynamicsError
 from . import arguments
-from .consistent_fit import consistent_fit
+from .consistent_fit import body_scales, consistent_fit
 from .regressor import (base_parameters, inertia_from_parameters, inertial_parameters,
                         joint_torque_regressor, model_parameters, parameter_names,
-                        physically_consistent)
+                        physically_consistent, pseudo_inertia)
 
 
 @dataclass(frozen=True)
@@ -159,7 +163,10 @@ class Identification:
     unless ``consistent``). Consistent fit only (else None): solver ('CLARABEL' / 'SCS'),
     solver_status ('optimal', ...), optimality_gap (primal minus dual objective, in units of
     the relative weighted residual |r_w| / |tau_w|: the fit's residual is within it of the
-    best over real bodies), residual (that relative residual at pi)."""
+    best over real bodies), residual (that relative residual at pi), stage_statuses
+    ({stage: status}), best_residual (the first stage's), tolerance (eps_r: residual <=
+    (1 + eps_r) best_residual), warnings (one sentence per stage not 'optimal'; empty when
+    all are). solver_status is 'optimal' only when every stage is."""
 
     base: object
     beta: np.ndarray
@@ -177,6 +184,10 @@ class Identification:
     solver_status: str | None = None
     optimality_gap: float | None = None
     residual: float | None = None
+    stage_statuses: dict | None = None
+    best_residual: float | None = None
+    tolerance: float | None = None
+    warnings: tuple = ()
 
 
 def regressor_rows(model, samples, friction, progress=None, chunk=2000):
@@ -197,7 +208,7 @@ def regressor_rows(model, samples, friction, progress=None, chunk=2000):
 
 
 def identify(model, samples, friction=True, consistent=False, base=None, prior=None,
-             min_speed=0.0, progress=None, margin=1e-6):
+             min_speed=0.0, progress=None, margin=1e-6, tolerance=1e-3):
     """Identify the base parameters (and a full parameter vector) of ``model``'s structure.
 
     samples: :class:`Samples`; friction: also viscous and Coulomb coefficients per joint;
@@ -205,12 +216,15 @@ def identify(model, samples, friction=True, consistent=False, base=None, prior=N
     parameters the unidentifiable directions are taken from (default: the model's own, i.e.
     the URDF); min_speed (rad/s or m/s): drop the equation of joint j at the samples where
     |qd_j| < min_speed (near velocity reversals the joint may stick, and sign(qd) is then
-    not its friction); margin: of the consistent fit (:func:`.consistent_fit.consistent_fit`).
-    Returns :class:`Identification`.
+    not its friction); margin, tolerance: of the consistent fit
+    (:func:`.consistent_fit.consistent_fit`; tolerance eps_r in [0, 1], default 1e-3: the
+    real parameters closest to the prior among those within 1 + eps_r of the best real
+    fit's residual). Returns :class:`Identification`.
     """
     base, prior = _check_identify(model, samples, friction, base, prior)
     min_speed = arguments.scalar("min_speed", min_speed, 0.0)
     margin = arguments.scalar("margin", margin, 0.0, 1.0)
+    tolerance = arguments.scalar("tolerance", tolerance, 0.0, 1.0)
     Y = regressor_rows(model, samples, friction, progress)
     W = base.regressor(Y)                                  # (N, n, p_b)
     N, n, pb = W.shape
@@ -238,10 +252,34 @@ def identify(model, samples, friction=True, consistent=False, base=None, prior=N
         return Identification(base, beta, np.sqrt(np.diag(cov)), cov, sigma, cond, free,
                               base.beta(free), False, friction, rows, free)
     fit = consistent_fit(Rw @ base.matrix, zw, np.sqrt(rho2), prior, len(model.body_links),
-                         margin, start=free)
+                         margin, start=free, tolerance=tolerance)
     return Identification(base, beta, np.sqrt(np.diag(cov)), cov, sigma, cond, fit.pi,
                           base.beta(fit.pi), True, friction, rows, free, fit.solver,
-                          fit.status, fit.optimality_gap, fit.residual)
+                          _overall_status(fit), fit.optimality_gap, fit.residual,
+                          fit.stage_statuses(), fit.best_residual, tolerance,
+                          _solver_warnings(fit))
+
+
+def _overall_status(fit):
+    """'optimal' when every stage of the consistent fit is, else the first other status
+    with its stage ('optimal_inaccurate (closest to the prior)')."""
+    for stage, status in fit.stage_statuses().items():
+        if status != "optimal":
+            return f"{status} ({stage})"
+    return "optimal"
+
+
+def _solver_warnings(fit):
+    """One sentence per stage of the consistent fit that did not end 'optimal'."""
+    out = []
+    for stage, status in fit.stage_statuses().items():
+        if status == "optimal":
+            continue
+        what = ("the fit's residual is not certified the best over real bodies"
+                if stage == "fit" else "the parameters may not be the real ones closest to "
+                "the URDF within the residual tolerance (and may sit off the LMIs)")
+        out.append(f"consistent fit, stage '{stage}': solver status {status}: {what}")
+    return tuple(out)
 
 
 def _check_identify(model, samples, friction, base, prior):
@@ -354,15 +392,115 @@ def identified_urdf(xml, model, pi, friction):
                          f"(masses of {', '.join(lumped)} set to 0)")
         _set_inertial(links[link], pi_link)
     if friction:
-        n, nb = model.n, len(model.body_links)
-        joints = {el.get("name"): el for el in root.findall("joint")}
-        for j, name in enumerate(model.joint_names):
-            dyn = joints[name].find("dynamics")
-            if dyn is None:
-                dyn = ET.SubElement(joints[name], "dynamics")
-            dyn.set("damping", _fmt(pi[10 * nb + j]))
-            dyn.set("friction", _fmt(pi[10 * nb + n + j]))
+        _set_friction(root, model, pi, notes)
     return ET.tostring(root, encoding="unicode"), notes
+
+
+def _set_friction(root, model, pi, notes):
+    """Each joint's <dynamics damping friction> from pi's tail; a negative estimate (no
+    friction is negative, and a URDF parser refuses it) is written as 0 with a note giving
+    the estimate."""
+    n, nb = model.n, len(model.body_links)
+    joints = {el.get("name"): el for el in root.findall("joint")}
+    for j, name in enumerate(model.joint_names):
+        dyn = joints[name].find("dynamics")
+        if dyn is None:
+            dyn = ET.SubElement(joints[name], "dynamics")
+        for key, value, unit in (("damping", pi[10 * nb + j], "N m s/rad"),
+                                 ("friction", pi[10 * nb + n + j], "N m")):
+            if value < 0:
+                notes.append(f"{name}: estimated {key} {value:.6g} {unit} is negative (no "
+                             f"physical friction; a URDF refuses it): written as 0")
+            dyn.set(key, _fmt(max(float(value), 0.0)))
+
+
+# ----------------------------------------------------------------------------- URDF check
+@dataclass(frozen=True)
+class BodyCheck:
+    """One body of a written URDF as our parser reads it back (its links lumped): mass kg,
+    principal moments (3,) kg m^2 about the com, ascending; scaled_min: the smallest
+    eigenvalue of D_b P D_b (the consistent fit's scaled pseudo-inertia, D_b from the
+    prior's body scales: 1 is the prior body's size); ratio: lambda_min / lambda_max of P
+    itself; ok: mass > 0, moments >= 0 obeying the triangle inequality, scaled_min >=
+    the margin asked."""
+
+    link: str
+    mass: float
+    principal_moments: tuple
+    scaled_min: float
+    ratio: float
+    ok: bool
+
+    def line(self):
+        """One line for the CLI's summary."""
+        verdict = "ok" if self.ok else "NOT A REAL BODY"
+        moments = ", ".join(f"{v:.4g}" for v in self.principal_moments)
+        return (f"{self.link:<24} {self.mass:10.4g} kg  moments [{moments}] kg m^2  "
+                f"scaled lambda_min {self.scaled_min:.3g}  {verdict}")
+
+
+def check_written_urdf(xml, prior_xml, prior, root_link=None, margin=5e-7):
+    """(list of :class:`BodyCheck`, list of warnings) for the URDF text ``xml`` written by
+    :func:`identified_urdf`, read back by our parser (the values as written, 12 digits,
+    links lumped into bodies). A warning for: a URDF that does not load, a warning of the
+    parser on it that the prior URDF ``prior_xml`` does not also give, and each body that
+    is not real with the margin (``scaled_min < margin``). prior (p,) gives the scales
+    (consistent_fit.body_scales) of ``margin``: by default half the consistent fit's LMI
+    margin (the solver's feasibility tolerance, 1e-10, and the 12 written digits take far
+    less than the other half)."""
+    try:
+        model = _quiet_load(xml, root_link)
+    except ManipDynamicsError as exc:
+        return [], [f"the written URDF does not load: {exc}"]
+    out = _new_warnings(xml, prior_xml, root_link)
+    return _body_checks(model, prior, margin, out), out
+
+
+def _quiet_load(xml, root_link):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return RobotModel.from_urdf_string(xml, root_link=root_link)
+
+
+def _load_warnings(xml, root_link):
+    """Messages of the warnings our parser gives on loading ``xml``."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            RobotModel.from_urdf_string(xml, root_link=root_link)
+        except ManipDynamicsError:
+            pass
+    return [str(w.message) for w in caught]
+
+
+def _new_warnings(xml, prior_xml, root_link):
+    before = set(_load_warnings(prior_xml, root_link))
+    return [f"the written URDF loads with a warning: {w}"
+            for w in _load_warnings(xml, root_link) if w not in before]
+
+
+def _body_checks(model, prior, margin, out):
+    """BodyCheck per body of ``model``; a warning appended to ``out`` per failing body."""
+    nb = len(model.body_links)
+    m_s, L_s = body_scales(prior, nb)
+    d = np.concatenate([np.repeat(1.0 / L_s[:, None], 3, axis=1), np.ones((nb, 1))], axis=1)
+    d = d / np.sqrt(m_s)[:, None]
+    m, _, I_c = model.body_inertias()
+    P = pseudo_inertia(inertial_parameters(*model.body_inertias()))
+    scaled = np.linalg.eigvalsh(d[:, :, None] * P * d[:, None, :])[:, 0]
+    ev = np.linalg.eigvalsh(P)
+    checks = []
+    for b, link in enumerate(model.body_links):
+        moments = np.linalg.eigvalsh(I_c[b])
+        ok = bool(m[b] > 0 and moments[0] >= 0 and moments[2] <= moments[0] + moments[1]
+                  and scaled[b] >= margin)
+        checks.append(BodyCheck(link, float(m[b]), tuple(float(v) for v in moments),
+                                float(scaled[b]), float(ev[b, 0] / ev[b, -1]), ok))
+        if not ok:
+            out.append(f"body {link} as written is not a real rigid body with the margin: "
+                       f"mass {m[b]:.4g} kg, principal moments {np.round(moments, 6)}, "
+                       f"scaled lambda_min {scaled[b]:.3g} (< {margin:g})")
+    return checks
 
 
 def _lumped_parameters(model, links, b, link):

@@ -88,14 +88,20 @@ def test_the_prior_fills_the_unidentifiable_directions(noise_free):
 
 @pytest.mark.parametrize("rel", ARMS, ids=lambda rel: rel.split("/")[-1])
 def test_with_noise_as_good_as_the_unconstrained_fit(rel):
-    """1e-3 relative torque noise: held-out error within 1.1x of the unconstrained fit's
-    (which is not a real arm here: some bodies have P not >= 0)."""
+    """1e-3 relative torque noise: with no residual tolerance (the best real arm) the held-out
+    error is within 1.1x of the unconstrained fit's (which is not a real arm here: some
+    bodies have P not >= 0); with the default tolerance (the real arm closest to the URDF
+    among those within 1 + 1e-3 of the best residual) within 1.5x (measured 0.96, 1.33 and
+    0.99x on SO-101, UR5, Z1: the residual given up buys the prior), and the residual is
+    within its bound."""
     model, fit, held, tau, _ = case(rel, 1e-3, seed=1)
-    result = I.identify(model, fit, friction=True, consistent=True)
-    free = held_out_error(model, result.pi_unconstrained, held, tau)
-    consistent = held_out_error(model, result.pi, held, tau)
-    assert consistent <= 1.1 * free, (consistent, free)
-    assert result.solver_status == "optimal" and abs(result.optimality_gap) < 1e-8
+    for tolerance, factor in ((0.0, 1.1), (1e-3, 1.5)):
+        result = I.identify(model, fit, friction=True, consistent=True, tolerance=tolerance)
+        free = held_out_error(model, result.pi_unconstrained, held, tau)
+        consistent = held_out_error(model, result.pi, held, tau)
+        assert consistent <= factor * free, (tolerance, consistent, free)
+        assert result.solver_status == "optimal" and abs(result.optimality_gap) < 1e-8
+        assert result.residual <= (1 + tolerance) * result.best_residual * (1 + 1e-8)
 
 
 @pytest.mark.parametrize("scale", [(30.0, 3e4), (0.03, 3e-5)], ids=["giant", "tiny"])
@@ -146,3 +152,44 @@ def test_friction_is_kept_non_negative_against_bounded_least_squares():
     assert fit.status == "optimal" and abs(fit.optimality_gap) < 1e-8
     assert fit.pi[10] >= -1e-9
     np.testing.assert_allclose(fit.pi, ref, rtol=0, atol=1e-6 * np.abs(ref).max())
+
+
+def test_a_link_the_model_cannot_explain_keeps_its_urdf_mass():
+    """The UR10e's trouble on a UR5: the truth has rotor inertia (0.3 kg m^2, reflected
+    through the gear, on M's diagonal) on the three wrist joints, which the rigid-body model
+    lacks; the fit makes the wrist's inertias absorb it. Fitting the residual exactly, the
+    least squares over real bodies emptied the wrist (masses 0.47, 0, 0 kg; forearm 6.1 kg
+    for 2.3) and the second stage ended optimal_inaccurate, reported "optimal". Within
+    1e-3 of the best residual and closest to the URDF, every body keeps its URDF mass
+    within a factor 1.5 (measured 0.92-1.0x), both stages certified optimal."""
+    with open(arm_path(ARMS[1]), encoding="utf-8") as f:
+        xml = f.read()
+    rng = np.random.default_rng(0)
+    true_xml = perturbed(xml, rng)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = RobotModel.from_urdf_string(xml)
+    q, qd, qdd, tau = recording(true_xml, 600, rng)
+    tau = tau + 0.3 * qdd * (np.arange(model.n) >= model.n - 3)
+    tau += 3e-3 * np.sqrt(np.mean(tau ** 2, axis=0)) * rng.normal(size=tau.shape)
+    result = I.identify(model, I.Samples(np.arange(600) * 1e-3, q, qd, qdd, tau),
+                        friction=False, consistent=True)
+    urdf = R.model_parameters(model)[::10]
+    ratio = result.pi[::10] / urdf
+    assert ((ratio > 1 / 1.5) & (ratio < 1.5)).all(), ratio
+    assert result.solver_status == "optimal" and not result.warnings, result.stage_statuses
+    assert set(result.stage_statuses.values()) == {"optimal"}
+
+
+def test_the_same_data_give_the_same_parameters():
+    """Determinism: the second stage's distance is a weighted Euclidean one (its minimiser
+    over a convex set is unique), so the answer does not hang on round-off: the same input
+    twice, or torques changed by 1e-13 relative, give parameters equal to 1e-9 of the
+    largest (measured 0 and 1.5e-10 on the SO-101, whose regressor's condition number is
+    8e5). The issue's arm moved by 4 kg from run to run."""
+    model, fit, _, _, _ = case(ARMS[0], 1e-3, seed=1)
+    runs = [I.identify(model, I.Samples(fit.t, fit.q, fit.qd, fit.qdd, fit.tau * f),
+                       friction=True, consistent=True).pi for f in (1.0, 1.0, 1 + 1e-13)]
+    scale = np.abs(runs[0]).max()
+    assert np.abs(runs[1] - runs[0]).max() <= 1e-9 * scale
+    assert np.abs(runs[2] - runs[0]).max() <= 1e-9 * scale, np.abs(runs[2] - runs[0]).max()
