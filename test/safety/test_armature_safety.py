@@ -16,6 +16,7 @@ import pinocchio as pin
 import pytest
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+from pin_points import pinocchio_with_points  # noqa: E402
 from shared_data import missing_reason, shared_data  # noqa: E402
 
 from manip_dynamics import RobotModel  # noqa: E402
@@ -41,20 +42,10 @@ def ur10e_path():
 def pinocchio_point_inverses(path, model, points, armature, q):
     """A_i = J_p,i M^-1 J_p,i^T (P, 3, 3) from Pinocchio with model.armature set (our
     joint order)."""
-    pm = pin.buildModelFromUrdf(str(path))
-    names = list(pm.names)
-    v_order = [pm.joints[names.index(j)].idx_v for j in model.joint_names]
-    a = np.zeros(pm.nv)
-    a[v_order] = armature
-    pm.armature = a
-    for k, p in enumerate(points):
-        parent = pm.frames[pm.getFrameId(p.link)]
-        pm.addFrame(pin.Frame(f"probe{k}", parent.parentJoint,
-                              parent.placement * pin.SE3(np.eye(3), np.array(p.offset)),
-                              pin.FrameType.OP_FRAME))
-    data = pm.createData()
+    ref = pinocchio_with_points(path, model, points, armature)
+    pm, data, v_order = ref.pm, ref.data, ref.v_order
     qp = np.zeros(pm.nq)
-    qp[[pm.joints[names.index(j)].idx_q for j in model.joint_names]] = q
+    qp[ref.q_order] = q
     pin.computeJointJacobians(pm, data, qp)
     pin.updateFramePlacements(pm, data)
     M = pin.crba(pm, data, qp)

@@ -22,6 +22,7 @@ import pytest
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "core"))
 import urdf_factory as uf  # noqa: E402
+from pin_points import pinocchio_with_points  # noqa: E402
 
 from manip_dynamics import InputError, RobotModel  # noqa: E402
 from manip_dynamics.core.dynamics import launch as core_launch  # noqa: E402
@@ -130,18 +131,10 @@ def test_kernel_against_pinocchio(name):
     import pinocchio as pin
     path = robot_path("panda") if name == "panda" else erd("ur_description/urdf/ur5_robot.urdf")
     model = RobotModel.from_urdf_file(path)
-    pm = pin.buildModelFromUrdf(str(path))
     rng = np.random.default_rng(5)
     points = offset_points(model, rng, 3)
-    for k, p in enumerate(points):
-        parent = pm.frames[pm.getFrameId(p.link)]
-        pm.addFrame(pin.Frame(f"probe{k}", parent.parentJoint,
-                              parent.placement * pin.SE3(np.eye(3), np.array(p.offset)),
-                              pin.FrameType.OP_FRAME))
-    data = pm.createData()
-    names = list(pm.names)
-    v_order = [pm.joints[names.index(j)].idx_v for j in model.joint_names]
-    q_order = [pm.joints[names.index(j)].idx_q for j in model.joint_names]
+    ref = pinocchio_with_points(path, model, points)
+    pm, data, q_order, v_order = ref.pm, ref.data, ref.q_order, ref.v_order
     kin = SafetyMonitor(model, points, BodyModel.load()["chest"]).kinematics
     for trial in range(8):
         q = rng.uniform(-2, 2, model.n)
@@ -280,17 +273,9 @@ def test_point_on_the_only_moving_axis_is_at_rest(name):
     import pinocchio as pin
     path = robot_path("panda") if name == "panda" else erd("ur_description/urdf/ur5_robot.urdf")
     model = RobotModel.from_urdf_file(path)
-    pm = pin.buildModelFromUrdf(str(path))
     points = default_points(model, extra=[(model.default_tip, (0.0, 0.0, 0.03))])
-    for k, p in enumerate(points):
-        parent = pm.frames[pm.getFrameId(p.link)]
-        pm.addFrame(pin.Frame(f"probe{k}", parent.parentJoint,
-                              parent.placement * pin.SE3(np.eye(3), np.array(p.offset)),
-                              pin.FrameType.OP_FRAME))
-    data = pm.createData()
-    names = list(pm.names)
-    v_order = [pm.joints[names.index(j)].idx_v for j in model.joint_names]
-    q_order = [pm.joints[names.index(j)].idx_q for j in model.joint_names]
+    ref = pinocchio_with_points(path, model, points)
+    pm, data, q_order, v_order = ref.pm, ref.data, ref.q_order, ref.v_order
     hand = BodyModel.load()["hands_fingers"]
     mon = SafetyMonitor(model, points, hand)
     rng = np.random.default_rng(23)
