@@ -63,7 +63,7 @@ from manip_dynamics.nodes.state_outputs import StateOutputs
 from manip_dynamics.nodes.wire_in import JointStateReader
 from manip_dynamics.nodes.payload_service import PayloadService
 from manip_dynamics.nodes.safety_outputs import SafetyOutputs
-from manip_dynamics.nodes.service_thread import ServiceThread
+from manip_dynamics.nodes.service_thread import ServiceThread, lower_switch_interval
 from manip_dynamics.rules import gc_pauses
 from manip_dynamics.rules.dynamics_parameters import (PARAMETERS, SPECS, ParameterValueError,
                                                       check_values)
@@ -596,7 +596,9 @@ class DynamicsNode(Node):
 
 
 def main(args=None) -> int:
-    # one thread, the executor of parameter ``executor``: see _subscribe_joint_states
+    # one thread, the executor of parameter ``executor``: see _subscribe_joint_states; the
+    # services' thread (ServiceThread) preempted at the lowered switch interval
+    lower_switch_interval()
     return run_node(DynamicsNode, args, fatal=(ConfigurationError,), name=NODE_NAME)
 
 

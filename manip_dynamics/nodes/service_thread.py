@@ -14,9 +14,11 @@ joint_states, timers and parameters to itself and never waits for a service call
 
 Thread switching: the two threads share Python's GIL. A service's numba kernels release
 it while they run (nogil); the Python between them is preempted at the interpreter's
-switch interval, which the node lowers to ``SWITCH_INTERVAL`` s (CPython's default is
-5 ms, five joint states at 1 kHz) so a waiting per-state callback gets the GIL within
-that. rclpy turns a request into Python messages (about 20 us per 7-joint trajectory
+switch interval, which the node's process lowers to ``SWITCH_INTERVAL`` s (CPython's
+default is 5 ms, five joint states at 1 kHz) so a waiting per-state callback gets the GIL
+within that: ``lower_switch_interval()``, called by ``dynamics_node.main()`` only (it is the
+whole process's setting: a DynamicsNode built inside another program, e.g. a test, leaves
+that program's as it is; there a test's whole ros lane stalled after one in-process node). rclpy turns a request into Python messages (about 20 us per 7-joint trajectory
 point on a loaded machine) and the answer back (about 7 us) in C holding the GIL,
 preempted only where it calls the messages' Python constructors; the trajectory services
 bound that by refusing requests beyond ``MAX_TRAJECTORY_POINTS``
@@ -42,6 +44,13 @@ SERVICE_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=SERVICE_QUEUE_DE
                          durability=DurabilityPolicy.VOLATILE)
 SWITCH_INTERVAL = 0.0002      # s: sys.setswitchinterval of a process serving services
 STOP_TIMEOUT = 5.0            # s: stop() waits this long for a call in progress
+
+
+def lower_switch_interval() -> None:
+    """The process's interpreter switch interval down to SWITCH_INTERVAL (module doc); for a
+    process that runs the node as its program."""
+    if sys.getswitchinterval() > SWITCH_INTERVAL:
+        sys.setswitchinterval(SWITCH_INTERVAL)
 
 
 class ServiceThread:
@@ -70,8 +79,6 @@ class ServiceThread:
         self.node.destroy_service(service)
 
     def start(self) -> None:
-        if sys.getswitchinterval() > SWITCH_INTERVAL:
-            sys.setswitchinterval(SWITCH_INTERVAL)
         self._thread.start()
 
     def _spin(self) -> None:
