@@ -95,11 +95,12 @@ KERNEL_VARIANT_SKIP := --ignore-glob='*/test_fuzz_urdf.py' --ignore-glob='*/test
 # (test/test_makefile_lanes.py checks that).
 ROS_LANE_DIRS := test/nodes test/sim test/demos test/processes
 TEST_DIRS := $(patsubst %/,%,$(filter-out test/data/ test/__pycache__/,$(sort $(wildcard test/*/))))
-# top-level files that start no node (builds, static checks): in the core lane, so that the
-# ros lane, the longer one, is not the whole critical path
+# top-level files that start no node (builds, static checks, the identify CLI, doc
+# references): in the core lane, so that the ros lane, the longer one, is not the whole
+# critical path
 ROS_FREE_FILES := test/test_colcon_build.py test/test_packaging.py test/test_function_length.py \
 	test/test_layering.py test/test_public_api.py test/test_makefile_lanes.py \
-	test/test_launch_files.py
+	test/test_launch_files.py test/test_identify_cli.py test/test_doc_references.py
 LANE_ROS := $(filter $(ROS_LANE_DIRS),$(TEST_DIRS)) \
 	$(filter-out $(ROS_FREE_FILES),$(sort $(wildcard test/test_*.py test/*_test.py)))
 LANE_CORE := $(filter-out $(ROS_LANE_DIRS),$(TEST_DIRS)) \
