@@ -227,11 +227,11 @@ def _solve(problem, solvers, prefer_optimal=False):
     """(status, solver, primal - dual objective) of ``problem`` solved by the first of
     ``solvers`` that reaches an optimum; the variables hold the solution. InputError if
     none does. With ``prefer_optimal``, an 'optimal_inaccurate' end goes on to the next
-    solver (options) and is returned only when none of them ends 'optimal'. Through cvxpy's get_problem_data / solve_via_data / unpack_results rather
-    than Problem.solve: solve() keeps neither Clarabel's dual objective nor SCS's."""
+    solver (options) and is returned only when none of them ends 'optimal'. Through cvxpy's
+    get_problem_data / solve_via_data / unpack_results rather than Problem.solve: solve() keeps neither Clarabel's dual objective nor SCS's."""
     cp = import_extra("cvxpy", __name__)
 
-    tried = []
+    tried, inaccurate = [], None
     for solver in solvers:
         opts = _OPTIONS[solver]
         try:
@@ -251,7 +251,7 @@ def _solve(problem, solvers, prefer_optimal=False):
                 return problem.status, solver, float(gap)
             inaccurate = (raw, chain, inverse, solver, float(gap))
         tried.append(f"{solver}: {problem.status}")
-    if prefer_optimal and "optimal_inaccurate" in "".join(tried):
+    if inaccurate is not None:
         raw, chain, inverse, solver, gap = inaccurate      # the last such end, restored
         problem.unpack_results(raw, chain, inverse)
         return problem.status, solver, gap
