@@ -189,16 +189,16 @@ def plot(path, names, results):
     labels = list(results)
     states = results[labels[0]][1]
     n = len(names)
-    fig, axes = plt.subplots(n, 1, figsize=(9, 1.7 * n + 0.6), sharex=True, squeeze=False)
+    fig, axes = plt.subplots(n, 1, figsize=(12, 1.7 * n + 0.6), sharex=True, squeeze=False)
     styles = ("b", "r--", "g-.", "m:")
     t = states.t - states.t[0]
     for j, ax in enumerate(axes[:, 0]):
         ax.plot(t, states.tau[:, j], "k", lw=1.2, label="measured")
         for label, style in zip(labels, styles):
             ax.plot(t, results[label][0].tau_pred[:, j], style, lw=0.9, label=label)
-        ax.set_title("; ".join(f"{label}: RMS {results[label][0].rms[j]:.3g} N m, rre "
-                               f"{results[label][0].rre[j]:.3g} %" for label in labels),
-                     fontsize=7, loc="right")
+        ax.set_title("RMS N m / rre %:  " + ";  ".join(
+            f"{label} {results[label][0].rms[j]:.3g} / {results[label][0].rre[j]:.3g}"
+            for label in labels), fontsize=7, loc="right")
         ax.set_ylabel(f"{names[j]}\nN m", fontsize=7)
     axes[0, 0].legend(loc="upper left", fontsize=7, ncol=3)
     axes[-1, 0].set_xlabel("t (s) in the validation window")
