@@ -21,7 +21,6 @@ import argparse
 import json
 import sys
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
@@ -66,11 +65,13 @@ def _parser():
 
 @dataclass(frozen=True)
 class Candidate:
-    """A model under test: label, RobotModel (side file applied), drive gains (n,)."""
+    """A model under test: label, RobotModel (side file applied), drive gains (n,), what
+    it is made of (one line)."""
 
     label: str
     model: object
     gains: np.ndarray
+    source: str = ""
 
 
 def _gains(text, n, what):
@@ -99,14 +100,15 @@ def load_candidate(args, urdf, dynamics_file, gains, label, fallback_gains):
     if dynamics_file != "none":
         side = load_side_file(dynamics_file, model)
         model = side.model
-        label += f" + {Path(dynamics_file).name}"
         if np.any(side.drive_gain != 1):
             gains = np.asarray(side.drive_gain, dtype=float)
     if gains_text is not None:
         gains = _gains(gains_text, model.n, option)
     if gains is None:
         gains = np.ones(model.n) if fallback_gains is None else np.asarray(fallback_gains)
-    return Candidate(label, model, gains)
+    source = f"{urdf}" + ("" if dynamics_file == "none" else f" + side file {dynamics_file}")
+    return Candidate(label, model, gains, source + ", drive gains " + ", ".join(
+        f"{k:g}" for k in gains))
 
 
 def read_recording(args, path, model):
@@ -221,10 +223,11 @@ def run(args):
         raise InputError(f"the two models' joints differ: {first.model.joint_names} and "
                          f"{second.model.joint_names}")
     if first.label == second.label:
-        second = Candidate(second.label + " (2)", second.model, second.gains)
+        second = Candidate(second.label + " (2)", second.model, second.gains, second.source)
     names = first.model.joint_names
     per_file, report = {}, {"joint_names": list(names), "cutoff_hz": args.cutoff,
-                            "models": {c.label: {"drive_gains": c.gains.tolist()}
+                            "models": {c.label: {"drive_gains": c.gains.tolist(),
+                                                 "source": c.source}
                                        for c in (first, second)}, "recordings": {}}
     for path in args.recordings:
         results = validate_file(args, path, (first, second))
@@ -248,6 +251,8 @@ def main(argv=None):
               file=sys.stderr)
         return 2
     names = report["joint_names"]
+    for label, model in report["models"].items():
+        print(f"{label}: {model['source']}")
     for path, results in per_file.items():
         print("\n".join(table(path, names, results)))
     if args.plot:

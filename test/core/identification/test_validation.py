@@ -66,7 +66,7 @@ def test_validate_gives_the_rms_and_rre_of_both_models(tmp_path, capsys):
     out = capsys.readouterr()
     assert code == 0, out.err
     got = json.loads(report.read_text())["recordings"][str(csv)]
-    model, nominal = got["model + arm.dynamics.yaml"], got["nominal URDF"]
+    model, nominal = got["model"], got["nominal URDF"]
     error = tau_meas - tau_model
     rms = np.sqrt(np.mean(error ** 2, axis=0))
     rre = 100 * np.linalg.norm(error, axis=0) / np.linalg.norm(tau_meas, axis=0)
@@ -136,7 +136,7 @@ def test_validate_on_the_real_ur10e_validation_run(tmp_path, capsys):
     q, qd = (scipy.signal.sosfiltfilt(sos, x, axis=0) for x in (q, qd))
     qdd = np.gradient(qd, t, axis=0)
     urdf = data / "ur10e.urdf"
-    for label, pred in (("model + authors.yaml",
+    for label, pred in (("model",
                          pin_torques(urdf, q, qd, qdd, armature, viscous, coulomb)),
                         ("nominal URDF", pin_torques(urdf, q, qd, qdd))):
         diff = tau - pred
@@ -145,5 +145,5 @@ def test_validate_on_the_real_ur10e_validation_run(tmp_path, capsys):
         print(label, rms.round(3), rms.sum().round(2), rre.round(1))
         assert np.allclose(got[label]["rms_nm"], rms, rtol=1e-6), label
         assert np.allclose(got[label]["rre_percent"], rre, rtol=1e-6), label
-    assert 15 < got["model + authors.yaml"]["rms_sum_nm"] < 18
+    assert 15 < got["model"]["rms_sum_nm"] < 18
     assert 55 < got["nominal URDF"]["rms_sum_nm"] < 60
