@@ -7,7 +7,8 @@ For every recording (never one the model was fitted on): the model's predicted t
 (URDF + side file: armature, friction, drive gains) on the filtered states against the
 measured torque, drive gain x the raw effort (a motor current when the gains are given),
 and the same for a second model in the same run (by default the URDF alone, no side file,
-with the first model's drive gains: the nominal model). Per joint: RMS in N m and the
+with the first model's drive gains: the nominal model). Per joint: RMS in N m (and, in the
+report, in the effort's units: A for currents, RMS / drive gain) and the
 relative residual error rre_j = 100 |tau_meas - tau_pred|_2 / |tau_meas|_2 in % (Mamedov
 et al. 2020's metric; the same in current units). Formulas:
 :mod:`manip_dynamics.core.identification.validation`. ``--plot`` draws measured against
@@ -229,12 +230,15 @@ def run(args):
                             "models": {c.label: {"drive_gains": c.gains.tolist(),
                                                  "source": c.source}
                                        for c in (first, second)}, "recordings": {}}
+    gains = {c.label: c.gains for c in (first, second)}
     for path in args.recordings:
         results = validate_file(args, path, (first, second))
         per_file[path] = results
         report["recordings"][path] = {
             label: {"samples": len(s.t), "rms_nm": e.rms.tolist(), "rre_percent": e.rre.tolist(),
-                    "rms_sum_nm": float(e.rms.sum())} for label, (e, s) in results.items()}
+                    "rms_sum_nm": float(e.rms.sum()),
+                    "rms_effort_units": (e.rms / gains[label]).tolist()}
+            for label, (e, s) in results.items()}
     return report, per_file
 
 
