@@ -74,6 +74,10 @@ def validation_states(t, q, qd, tau, cutoff=7.5, order=5):
     if not 0 < cutoff < 0.5 / dt:
         raise InputError(f"cutoff {cutoff} Hz must be in (0, fs/2 = {0.5 / dt:.4g} Hz)")
     sos = scipy.signal.butter(order, cutoff * 2 * dt, output="sos")
+    pad = 3 * (2 * len(sos) + 1)                   # sosfiltfilt's default padding
+    if len(t) <= pad:
+        raise InputError(f"recording too short: {len(t)} samples; the order-{order} "
+                         f"filter needs more than {pad}")
     q_f = scipy.signal.sosfiltfilt(sos, q, axis=0)
     qd_f = np.gradient(q_f, t, axis=0) if qd is None else scipy.signal.sosfiltfilt(sos, qd,
                                                                                    axis=0)

@@ -92,6 +92,9 @@ def test_validate_gives_the_rms_and_rre_of_both_models(tmp_path, capsys):
      "--drive-gains: 3 gains for 2 joints"),
     (["--csv-map", "t=1,q=2:3,effort=6:7", "--dynamics-file", "missing.yaml"],
      "cannot read side file"),
+    (["--csv-map", "t=1,q=2:3,qd=4:5,effort=6:7", "--rows", "1:20"],
+     "recording too short: 20 samples"),
+    (["--csv-map", "t=1,q=2:3,qd=4:5,effort=6:7", "--cutoff", "60"], "cutoff 60.0 Hz must be"),
 ])
 def test_bad_input_is_one_line_and_exit_code_2(tmp_path, capsys, argv, message):
     urdf, csv, *_ = write_case(tmp_path)
