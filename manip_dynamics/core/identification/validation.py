@@ -20,9 +20,11 @@ zero-phase Butterworth (``scipy.signal.sosfiltfilt``; the authors: 5th order, ha
 at 0.15 of Nyquist, i.e. 7.5 Hz at 100 Hz) over the whole window, qdd by central
 differences of the filtered qd (``np.gradient``), no sample trimmed or decimated: the
 errors are over every row of the window, as the authors' are. Nothing is resampled: the
-filter takes the rows as equally spaced at the median step (a logger's 10-11 ms jitter
-moves its corner by a few %), qdd uses the stamps themselves (``np.gradient(qd_f, t)``),
-and the measured torques are the rows' own.
+filter takes the rows as equally spaced at the median step (the UR10e logger's 10-12 ms
+steps, mean 10.7 ms, move its corner by 7%), qdd uses the stamps themselves
+(``np.gradient(qd_f, t)``), and the measured torques are the rows' own (resampling them
+onto a uniform grid would interpolate the raw currents and average part of their noise
+away: 9.55 instead of 10.2 N m summed RMS for the same UR10e model).
 """
 from __future__ import annotations
 
