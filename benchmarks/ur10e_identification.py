@@ -175,7 +175,7 @@ def main():
     drive = model.with_armature(armature).with_friction(fv, fc)
     fitted, info = fits(data, xml, model, gains)
     for label, (seconds, result, _) in info.items():
-        print(f"{label}: fitted in {seconds:.1f} s, solver {result.solver_status}, "
+        print(f"{label}: fitted in {seconds:.1f} s, solver {result.solver_status or 'QR'}, "
               f"{result.rows} equations, condition number {result.condition_number:.4g}")
     models = {"nominal URDF": model, "URDF + authors' drive": drive,
               "least squares (its URDF)": fitted["least squares (its URDF)"],
@@ -188,7 +188,9 @@ def main():
     window = {k: window[k] for k in order}
     print_window(model.joint_names, window)
     print("\nSummed RMS (N m) on every validation file, whole files:")
-    print(f"{'file':<34}" + "".join(f"{k[:14]:>15}" for k in order))
+    short = {"URDF + authors' drive": "URDF + drive", "least squares (Y pi)": "LS (Y pi)",
+             "least squares (its URDF)": "LS (URDF)", "consistent fit (its URDF)": "consistent"}
+    print(f"{'file':<34}" + "".join(f"{short.get(k, k):>15}" for k in order))
     for path in sorted((data / "validation_data").glob("*.csv")):
         res = predictions(models, extra, *read(path, model, None, gains))
         print(f"{path.name:<34}" + "".join(f"{res[k][0].rms.sum():15.4g}" for k in order))
