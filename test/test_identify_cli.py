@@ -89,7 +89,9 @@ def test_effort_delay_undoes_a_lag_of_the_efforts(tmp_path):
         assert identify.main([str(bag), "--urdf", robots.path("panda"), "--out", str(out),
                               "--unconstrained", "--no-plot", "--effort-delay", delay]) == 0
         report = json.loads((tmp_path / f"identified_{delay}.report.json").read_text())
-        rms[delay] = np.array(report["rms_after"])
+        # the fit's own error (Y pi): its URDF has bodies that are none, written as the
+        # nearest real ones (docs/identification.md section 6), which predict worse
+        rms[delay] = np.array(report["rms_unconstrained"])
     print(rms)
     assert np.linalg.norm(rms["0.005"]) < 0.5 * np.linalg.norm(rms["0"])
     with pytest.raises(SystemExit, match="effort-delay"):

@@ -14,9 +14,10 @@ Pipeline (docs/identification.md has the math):
    pseudo-inertia being positive definite with a margin, a semidefinite program solved to
    its certified optimum, then the real parameters closest to the prior within
    ``tolerance`` of that residual (:mod:`.consistent_fit`).
-3. :func:`identified_urdf`: the same URDF text with the new ``<inertial>`` (and, with
-   friction, ``<dynamics damping friction>``, a negative estimate written as 0 with a note)
-   values; :func:`check_written_urdf` reads it back and checks every body.
+3. :func:`identified_urdf`: the same URDF text with the new ``<inertial>`` (a body that is
+   not a real one written as the nearest real body, :mod:`.real_body`, with a note) and,
+   with friction, ``<dynamics damping friction>`` (a negative estimate written as 0 with a
+   note) values; :func:`check_written_urdf` reads it back and checks every body.
 """
 from __future__ import annotations
 
@@ -34,6 +35,7 @@ from ..dynamics.model import RobotModel
 from ..errors import InputError, ManipDynamicsError
 from . import arguments
 from .consistent_fit import body_scales, consistent_fit
+from .real_body import MARGIN, nearest_real_body, scaled_min_eigenvalue
 from .regressor import (base_parameters, inertia_from_parameters, inertial_parameters,
                         joint_torque_regressor, model_parameters, parameter_names,
                         physically_consistent, pseudo_inertia)
@@ -361,7 +363,10 @@ def identified_urdf(xml, model, pi, friction):
     """URDF text: ``xml`` with each body's inertia set from pi (model's structure; same links
     and joints). Links lumped into a body keep their URDF inertials and the body's link gets
     the difference, unless that difference is not a real rigid body while the whole body
-    is: then the body's link gets it all and the lumped links' masses are set to zero. With
+    is: then the body's link gets it all and the lumped links' masses are set to zero. A
+    body whose pi is no real body (a negative principal moment or mass, which no URDF parser
+    loads; least squares give them) is written as the nearest real body
+    (:func:`.real_body.nearest_real_body`), with a note giving both. With
     friction, each joint's ``<dynamics damping friction>`` is set from pi's tail.
     Returns (xml text, list of notes for the report). InputError naming the argument for an
     xml that is not the model's URDF or a pi of the wrong length or not finite."""
@@ -380,8 +385,10 @@ def identified_urdf(xml, model, pi, friction):
     if missing:
         raise InputError(f"xml is not the model's URDF: no link/joint {missing[0]!r}")
     notes = []
+    m_s, L_s = body_scales(model_parameters(model), len(model.body_links))
     for b, link in enumerate(model.body_links):
-        pi_b = np.asarray(pi[10 * b:10 * b + 10], dtype=float)
+        pi_b = _real_body(np.asarray(pi[10 * b:10 * b + 10], dtype=float), link, m_s[b],
+                          L_s[b], notes)
         lumped = _lumped_parameters(model, links, b, link)
         pi_link = pi_b - sum(lumped.values(), np.zeros(10))
         if lumped and not physically_consistent(pi_link) and physically_consistent(pi_b):
@@ -394,6 +401,25 @@ def identified_urdf(xml, model, pi, friction):
     if friction:
         _set_friction(root, model, pi, notes)
     return ET.tostring(root, encoding="unicode"), notes
+
+
+def _real_body(pi_b, link, mass_scale, length_scale, notes):
+    """pi_b, or the nearest real body to it (real_body.nearest_real_body) with a note when
+    it is none: a negative principal moment or mass, which no URDF parser loads."""
+    if physically_consistent(pi_b):
+        return pi_b
+    real = nearest_real_body(pi_b, mass_scale, length_scale)
+    (m0, _, I0), (m1, _, I1) = inertia_from_parameters(pi_b), inertia_from_parameters(real)
+    notes.append(f"{link}: the estimate is not a real rigid body (mass {m0:.6g} kg, principal "
+                 f"moments {_moments(I0)} kg m^2; scaled pseudo-inertia eigenvalue "
+                 f"{scaled_min_eigenvalue(pi_b, mass_scale, length_scale):.3g}): written as "
+                 f"the nearest real body (eigenvalues below {MARGIN:g} raised to it; mass "
+                 f"{m1:.6g} kg, principal moments {_moments(I1)} kg m^2)")
+    return real
+
+
+def _moments(I):
+    return "[" + ", ".join(f"{v:.4g}" for v in np.linalg.eigvalsh(I)) + "]"
 
 
 def _set_friction(root, model, pi, notes):
