@@ -315,8 +315,7 @@ def identify(model, samples, friction=True, consistent=False, base=None, prior=N
     nb = len(model.body_links)
     scale = parameter_scale(prior, nb, friction, armature)
     loose = [10 * nb + j for j in _inseparable_armature(model, base, armature)]
-    scale[loose] *= 1e6                # (the links stay at the prior, the armature moves)
-    free = _closest_to_prior(base.matrix, beta, prior, scale)
+    free = _closest_to_prior(base.matrix, beta, prior, scale, loose)
     tail = dict(armature=armature, inseparable_armature=tuple(model.joint_names[k - 10 * nb]
                                                               for k in loose))
     if not consistent:
@@ -443,11 +442,24 @@ def parameter_scale(prior, nb, friction, armature=False):
     return s
 
 
-def _closest_to_prior(B, beta, prior, scale):
-    """argmin |(pi - prior) / scale| subject to B pi = beta (a minimum-norm correction)."""
-    BS = B * scale
-    corr = np.linalg.lstsq(BS, beta - B @ prior, rcond=None)[0]
-    return prior + scale * corr
+def _closest_to_prior(B, beta, prior, scale, loose=()):
+    """argmin |(pi - prior) / scale| subject to B pi = beta (a minimum-norm correction); the
+    columns ``loose`` (an inseparable armature) are free, outside the norm: with P the
+    projector off their span, the others' correction y is the minimum-norm solution of
+    P B_r y = P c (c = beta - B prior), then theirs solves B_l d = c - B_r y."""
+    c = beta - B @ prior
+    rest = np.setdiff1d(np.arange(B.shape[1]), loose)
+    BS = B[:, rest] * scale[rest]
+    out = np.array(prior, dtype=float)
+    if not len(loose):
+        out[rest] += scale[rest] * np.linalg.lstsq(BS, c, rcond=None)[0]
+        return out
+    Q = np.linalg.qr(B[:, loose])[0]
+    P = np.eye(len(c)) - Q @ Q.T
+    y = np.linalg.lstsq(P @ BS, P @ c, rcond=None)[0]
+    out[rest] += scale[rest] * y
+    out[loose] += np.linalg.lstsq(B[:, loose], c - BS @ y, rcond=None)[0]
+    return out
 
 
 # ----------------------------------------------------------------------------- evaluation
