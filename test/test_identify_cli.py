@@ -265,6 +265,7 @@ def test_cli_identifies_the_real_ur10e_from_its_csv_log(tmp_path):
     import pinocchio as pin
 
     from shared_data import require_shared_data
+    from manip_dynamics.core.dynamics import load_side_file
     from manip_dynamics.core.identification import csv_log
     from manip_dynamics.core.identification.pipeline import filter_recording
     data = require_shared_data("ur10e-mamedov2020")
@@ -299,9 +300,13 @@ def test_cli_identifies_the_real_ur10e_from_its_csv_log(tmp_path):
     log = csv_log.read_csv_joint_states(data / "validation_data" / "ur-20_01_17-ptp_10_points.csv",
                                         columns, prior.joint_names)
     s = filter_recording(log.t, log.position, log.velocity, log.effort, cutoff=5.0)
+    side = load_side_file(tmp_path / "ur10e_identified.dynamics.yaml", identified)
+    assert np.array_equal(side.drive_gain, [float(k) for k in UR_GAINS.split(",")])
+    assert report["side_file"] == str(tmp_path / "ur10e_identified.dynamics.yaml")
+    assert (side.model.armature > 0).all() and side.model.armature[1] > 1.0
     rre = {name: 100 * np.linalg.norm(s.tau - m.inverse_dynamics(s.q, s.qd, s.qdd, friction=True),
                                       axis=0) / np.linalg.norm(s.tau, axis=0)
-           for name, m in (("urdf", prior), ("identified", identified))}
+           for name, m in (("urdf", prior), ("identified", side.model))}
     masses = [float(m) for m in re.findall(r'<mass value="([^"]+)"', out.read_text())]
     print("held-out RMS, N m: URDF", before.round(3), "identified", after.round(3),
           "\nvalidation rre %: URDF", rre["urdf"].round(1), "identified",

@@ -303,11 +303,13 @@ def make_snapshot(base_model, values: Mapping[str, Any]) -> Snapshot:
         index = [base_model.joint_names.index(j) for j in joints]
         new_viscous = np.array(base_model.viscous, dtype=float)
         new_coulomb = np.array(base_model.coulomb, dtype=float)
+        new_negative = np.array(base_model.coulomb_negative, dtype=float)   # (a side file's)
         if viscous.size:
             new_viscous[index] = viscous
         if coulomb.size:
-            new_coulomb[index] = coulomb
-        model = model.with_friction(viscous=new_viscous, coulomb=new_coulomb)
+            new_coulomb[index] = new_negative[index] = coulomb     # both directions
+        model = model.with_friction(viscous=new_viscous, coulomb=new_coulomb,
+                                    coulomb_negative=new_negative)
     if values["payload.frame"]:
         model = model.with_payload(
             values["payload.frame"], float(values["payload.mass"]),

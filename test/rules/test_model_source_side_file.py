@@ -73,6 +73,31 @@ def test_an_explicit_file_and_friction_parameters_over_it(arm, tmp_path):
     assert state.snapshot.model.armature.tolist() == [0.0, 0.0]
 
 
+def test_friction_parameters_keep_the_side_file_s_friction_model_elsewhere(arm, tmp_path):
+    """friction.* on joint2 set its Coulomb term in both directions; joint1 keeps the side
+    file's per-direction Coulomb, offset and width (before: every joint's coulomb_negative
+    was reset to its coulomb by the friction.* override), and the node's feedforward
+    (inverse_dynamics with friction) has them."""
+    other = tmp_path / "asym.yaml"
+    other.write_text("joints: {joint1: {friction: {viscous: 0.5, coulomb_positive: 2.0, "
+                     "coulomb_negative: 1.0, offset: -0.25, width: 0.5}},\n"
+                     "         joint2: {friction: {coulomb_positive: 4.0, coulomb_negative: 3.0}}}")
+    state = ModelSource().for_parameters(
+        defaults(urdf_file=str(arm), dynamics_file=str(other),
+                 **{"friction.joints": ["joint2"], "friction.coulomb": [0.125],
+                    "friction.viscous": [0.0]}), NO_STATE)
+    model = state.snapshot.model
+    assert model.coulomb.tolist() == [2.0, 0.125]
+    assert model.coulomb_negative.tolist() == [1.0, 0.125]
+    assert model.friction_offset.tolist() == [-0.25, 0.0]
+    assert model.friction_width.tolist() == [0.5, 0.0]
+    q, qd = np.array([0.3, -0.7]), np.array([-0.2, 0.4])
+    tau = model.inverse_dynamics(q, qd, np.zeros(2), friction=True)
+    rigid = model.inverse_dynamics(q, qd, np.zeros(2))
+    written = [0.5 * -0.2 + 1.0 * np.tanh(-0.2 / 0.5) - 0.25, 0.125 * 1.0]
+    np.testing.assert_allclose(tau - rigid, written, rtol=0, atol=1e-14)
+
+
 def test_a_bad_file_is_refused_naming_dynamics_file(arm, tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("joints: {joint2: {armature: -1}}")

@@ -415,7 +415,8 @@ def observe_contact_norm(observer, detector, solver, t, p, ct, g, tau, qd, J):
 def _observe_contact(mode, in_contact, held, total, friction, coef, state, bias, p, ct, g, tau,
                      qd, h, J, detector_args, solver_args):
     """When tau is finite: r = 0 for mode 3 (gap_reset), _step_in_place (integrating for
-    mode 1, step), then _detect (in_contact in) and _wrench on its residual (state[5]);
+    mode 1, step; coef (5, n): RobotModel.friction_coefficients, viscous, coulomb,
+    coulomb_negative, offset, width), then _detect (in_contact in) and _wrench on its residual (state[5]);
     -> (contact event code, isolated joint, _wrench's code, ||r - bias||), _wrench's code
     also in the detector's flags[3]. A non-finite tau: (-1, -1, -1, nan), nothing
     written."""

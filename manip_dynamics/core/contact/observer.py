@@ -165,9 +165,9 @@ class MomentumObserver:
         self._expm1 = self._buffers[4]
         self._shape = self.gains.shape
         self._neg_gains = -self.gains
-        # [viscous; coulomb] (2, n) of the model when friction is subtracted, else zeros
-        self._friction_coef = np.array([model.viscous, model.coulomb] if self.friction
-                                       else np.zeros((2, self.n)), dtype=float)
+        # the model's friction_coefficients (5, n) when friction is subtracted, else zeros
+        self._friction_coef = (model.friction_coefficients if self.friction
+                               else np.zeros((5, self.n)))
         self._held, self._total = self.timing == "held", self.effort == "total"
         # observe_contact's kernel arguments that never change: held, total, friction, coef,
         # the (6, n) buffers
@@ -454,11 +454,22 @@ def finite_vector(a):
 
 
 @njit(cache=True, nogil=True, fastmath=False, error_model="numpy")
+def _friction_one(x, viscous, coulomb, coulomb_negative, offset, width):
+    """model.friction_torque of one joint at qd = x (the same operations, in numba)."""
+    if width > 0.0:
+        s = math.tanh(x / width)
+    else:
+        s = 1.0 if x > 0.0 else (-1.0 if x < 0.0 else 0.0)
+    return viscous * x + (coulomb if x > 0.0 else coulomb_negative) * s + offset
+
+
+@njit(cache=True, nogil=True, fastmath=False, error_model="numpy")
 def _step_in_place(integrate, held, total, friction, coef, p, ct, g, tau, qd, h, state, bias):
     """One sample of MomentumObserver.update_terms, per joint i. state (6, n): rows r,
     p_prev, beta_prev, tau_prev, e = expm1(-K_O h) (so 1 - a = -e) and residual; coef
-    (2, n): viscous, coulomb; the rest (n,):
-    beta = tau + ct [- g if total] [- (viscous qd + coulomb sign(qd)) if friction];
+    (5, n): viscous, coulomb, coulomb_negative, offset, width (RobotModel.
+    friction_coefficients); the rest (n,):
+    beta = tau + ct [- g if total] [- tau_fr(qd) if friction] (tau_fr: model.friction_torque);
     if integrate: r = r + (1 - a) (u - r), u = (p - p_prev) / h - (beta0 + beta) / 2,
     beta0 = beta_prev [+ (tau - tau_prev) if held]; then p_prev, beta_prev, tau_prev = p,
     beta, tau and residual = r - bias. The operations and their order are those of
@@ -470,9 +481,8 @@ def _step_in_place(integrate, held, total, friction, coef, p, ct, g, tau, qd, h,
         if total:
             beta = beta - g[i]
         if friction:
-            x = qd[i]
-            sign = 1.0 if x > 0.0 else (-1.0 if x < 0.0 else 0.0)
-            beta = beta - (coef[0, i] * x + coef[1, i] * sign)
+            beta = beta - _friction_one(qd[i], coef[0, i], coef[1, i], coef[2, i], coef[3, i],
+                                        coef[4, i])
         if integrate:
             beta0 = beta_prev[i] + (tau[i] - tau_prev[i]) if held else beta_prev[i]
             u = (p[i] - p_prev[i]) / h - 0.5 * (beta0 + beta)
