@@ -28,15 +28,6 @@ its results into messages. The rules (also in docs/node.md, "Contact outputs"):
   (r = 0, bias cleared, contact forgotten).
 * reset (r = 0, bias cleared, contact forgotten; the integral restarts at the next sample)
   and zero (bias = the current r, so the residual reads 0; contact forgotten).
-* calibration (:meth:`ContactMonitor.calibrate`, a core ``ContactCalibration`` learned on
-  contact-free motion, :mod:`manip_dynamics.core.contact.calibration`): its bias replaces
-  the observer's, and the enter thresholds become the calibrated constants (mode
-  ``calibrated``) or follow the motion sample by sample (mode ``motion``:
-  ``MotionThresholds.enter`` before each sample's detection, its settling rule's bias
-  after it); leave = hysteresis x enter as before. A reset starts the motion thresholds
-  over and restores the calibrated bias (it clears only a bias set by zero); a
-  calibration learned with other observer gains is refused (InputError: its thresholds
-  scale with K_O).
 
 Nothing here imports rclpy.
 """
@@ -47,7 +38,6 @@ from typing import Optional
 
 import numpy as np
 
-from manip_dynamics.core.contact.calibration import MotionThresholds
 from manip_dynamics.core.contact.detector import (ContactDetector, WrenchSolver, contact_point,
                                                   observe_contact_norm, tip_wrench)
 from manip_dynamics.core.contact.observer import MomentumObserver
@@ -152,8 +142,6 @@ class ContactMonitor:
         self._candidates = self.detector.candidates + ((),)
         self.restarts = 0
         self.epoch: Optional[int] = None   # whole seconds subtracted from every stamp
-        self.thresholds: Optional[MotionThresholds] = None   # a calibration in force
-        self._enter = enter                # the options' enter thresholds (n,)
 
     def seconds(self, sec: int, nanosec: int) -> float:
         """The observer's t (s) of a header stamp: (sec - epoch) + nanosec 1e-9, the epoch
@@ -184,36 +172,8 @@ class ContactMonitor:
         return self
 
     def reset(self) -> None:
-        """r = 0, bias cleared (the calibrated one restored), contact forgotten; the
-        integral restarts at the next sample."""
+        """r = 0, bias cleared, contact forgotten; the integral restarts at the next sample."""
         self.observer.reset(clear_bias=True)
-        self.detector.reset()
-        if self.thresholds is not None:
-            self.thresholds.reset()
-            self.observer.bias = self.thresholds.bias.copy()
-
-    def calibrate(self, calibration, mode: str = "motion") -> None:
-        """Apply ``calibration`` (core ``ContactCalibration`` of this model's joints, or None:
-        back to the options' thresholds and no bias) from the next sample on, thresholds
-        ``mode`` "calibrated" or "motion" ("fixed": as None). The contact is forgotten (it
-        was judged on the old thresholds; the next sample judges afresh). InputError
-        (nothing changed) for other joints or other observer gains."""
-        if calibration is None or mode == "fixed":
-            self.thresholds = None
-            self.observer.bias = np.zeros(self.model.n)
-            self.detector.set_thresholds(self._enter, self.options.hysteresis * self._enter)
-            self.detector.reset()
-            return
-        calibration.for_joints(self.model.joint_names)
-        gains = per_joint(self.options.gains, self.model.n, "observer.gains")
-        if not np.allclose(gains, calibration.gains, rtol=1e-9, atol=0.0):
-            raise InputError(f"the contact calibration was learned with observer gains "
-                             f"{list(calibration.gains)}, the observer runs with "
-                             f"{gains.tolist()}: its thresholds hold for its gains only")
-        self.thresholds = MotionThresholds(calibration, mode)
-        self.observer.bias = self.thresholds.bias.copy()
-        enter = self.thresholds.constant
-        self.detector.set_thresholds(enter, self.options.hysteresis * enter)
         self.detector.reset()
 
     def zero(self) -> None:
@@ -231,16 +191,9 @@ class ContactMonitor:
         if qd is None:
             raise InputError("no velocities: the observer needs qd (p = M(q) qd)")
         event = self._stale_or_restart(t, tau, q)
-        thresholds = self.thresholds
-        motion = thresholds is not None and thresholds.mode == "motion"
-        if motion:
-            self._follow_motion(thresholds, t, qd)
         step = self.observer.update(t, q, qd, tau)
         r = step.residual
         contact = self.detector.update(t, r)
-        if motion:
-            self.observer.bias = thresholds.settle_bias(
-                t, self.observer.raw_residual, np.asarray(qd, dtype=float)).copy()
         wrench = tip_wrench(self.model, q, r, self.tip_frame,
                             threshold=self.options.wrench_threshold)
         point = None
@@ -261,15 +214,9 @@ class ContactMonitor:
         last = observer._t
         event = None if last is None or t > last else self._stale_or_restart(t, tau, q)
         detector = self.detector
-        thresholds = self.thresholds
-        if thresholds is not None and thresholds.mode == "motion":
-            self._follow_motion(thresholds, t, qd)
         t, obs_event, _, contact_event, joint, _, norm = observe_contact_norm(
             observer, detector, self._wrench, t, momentum.p, momentum.ct, terms.g, tau, qd,
             terms.J)
-        if thresholds is not None and thresholds.mode == "motion":
-            observer.bias = thresholds.settle_bias(t, observer.raw_residual,
-                                                   np.asarray(qd)).copy()
         live = self.live                 # (residual and F: the same buffers every sample)
         live.t, live.event = t, event or obs_event
         in_contact = detector.in_contact
@@ -282,13 +229,6 @@ class ContactMonitor:
             live.point = contact_point(self.model, q, live.residual, live.link,
                                        topology=detector.topology)
         return live
-
-    def _follow_motion(self, thresholds, t: float, qd) -> None:
-        """The motion-following enter thresholds of this sample (before its detection);
-        leave = hysteresis x enter. A stale sample (raised after this) does not advance
-        MotionThresholds: its envelopes only step on a later stamp."""
-        enter = np.maximum(thresholds.enter(t, np.asarray(qd)), 1e-9)
-        self.detector.set_thresholds(enter, self.options.hysteresis * enter)
 
     def _stale_or_restart(self, t: float, tau, q) -> Optional[str]:
         """InputError for a stale stamp (at most max_gap old); "restart" (observer and

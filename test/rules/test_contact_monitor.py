@@ -192,37 +192,3 @@ def test_effort_reader_applies_the_drive_gains():
     np.testing.assert_array_equal(read(model, msg, None),
                                   [current[names.index(n)] for n in model.joint_names])
 
-
-def _calibration(model, bias, constant, gains=(K_O,) * 2):
-    from manip_dynamics.core.contact.calibration import ContactCalibration
-    n = model.n
-    return ContactCalibration(model.joint_names, gains, bias, constant, (0.1,) * n,
-                              (0.0,) * n, (0.0,) * n, (0.0,) * n)
-
-
-def test_calibrated_bias_and_thresholds(model):
-    """Mode "calibrated": the residual is the uncalibrated monitor's minus the bias (a second
-    monitor fed the same samples is the reference), contact when some |r_i - bias_i| >
-    constant_i; a reset keeps the calibrated bias; None goes back to the options'; other
-    gains are refused and change nothing."""
-    plain, m = monitor(model), monitor(model)
-    bias, constant = (0.25, -0.5), (1.2, 0.2)
-    with pytest.raises(InputError, match="gains"):
-        m.calibrate(_calibration(model, bias, constant, gains=(50.0, 50.0)), "calibrated")
-    assert m.thresholds is None
-    m.calibrate(_calibration(model, bias, constant), "calibrated")
-    for k in range(30):
-        ref = plain.update(0.01 * k, Q, np.zeros(2), held(model)).residual - np.array(bias)
-        res = m.update(0.01 * k, Q, np.zeros(2), held(model))
-        np.testing.assert_allclose(res.residual, ref, rtol=0, atol=1e-12)
-        crossed = np.abs(ref) > np.array(constant)
-        if res.contact.in_contact and crossed.any():
-            break
-        assert not crossed.any() and not res.contact.in_contact
-    assert crossed.any() and res.contact.in_contact
-    m.reset()
-    np.testing.assert_array_equal(m.update(0.5, Q, np.zeros(2), held(model)).residual,
-                                  -np.array(bias))             # r = 0 minus the bias
-    m.calibrate(None)
-    np.testing.assert_array_equal(m.observer.bias, [0.0, 0.0])
-    np.testing.assert_array_equal(m.detector.enter, [0.5, 0.5])
