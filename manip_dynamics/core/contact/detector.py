@@ -175,6 +175,18 @@ class ContactDetector:
                              self._norm)
         self.reset()
 
+    def set_thresholds(self, enter, leave):
+        """New enter and leave thresholds (n,) from the next sample on (thresholds that
+        follow the motion: core.contact.calibration); 0 < leave <= enter, else InputError
+        and nothing changed. The contact state is kept."""
+        enter = _positive_vector(enter, self.enter.shape[0], "enter")
+        leave = _positive_vector(leave, self.enter.shape[0], "leave")
+        if (leave > enter).any():
+            i = int(np.argmax(leave > enter))
+            raise InputError(f"leave[{i}] = {leave[i]} must be <= enter[{i}] = {enter[i]}")
+        self.enter, self.leave = enter, leave
+        self._kernel_args[0][0], self._kernel_args[0][1] = enter, leave
+
     def reset(self):
         """Forget the contact (state: free)."""
         self.in_contact = False
