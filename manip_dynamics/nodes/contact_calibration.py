@@ -5,7 +5,7 @@ drive gains, velocity noise): fixed thresholds either fire on free motion or mis
 A calibration learns, from a stretch of live contact-free motion, a per-joint bias and
 thresholds (the core's :func:`~manip_dynamics.core.contact.calibration.calibrate_contact`:
 constants, and coefficients of thresholds that follow the motion), and the node applies
-them (``contact.calibration.thresholds``: ``motion``, ``calibrated`` or ``fixed``)::
+them (``observer.thresholds``: ``motion``, ``calibrated`` or ``fixed``)::
 
     ~/calibrate_contact     manip_dynamics_interfaces/CalibrateContact  (the services' thread)
     ~/contact_calibration   manip_dynamics_interfaces/ContactCalibration  (reliable, transient

@@ -105,11 +105,11 @@ class ContactOutputs:
         self._switches = None             # the Snapshot.contact_outputs _gates are for
         self._gates = ()
         # the contact calibration in force (nodes.contact_calibration.InForce or None), the
-        # (monitor, calibration, mode) it was last applied as, and the run collecting
+        # (monitor, calibration) it was last applied as, and the run collecting
         # samples for a new one (rules.calibration_run.CalibrationRun or None) with the
         # callable told when a run completes (on this thread)
         self.calibration = None
-        self._applied = (None, None, None)
+        self._applied = (None, None)
         self.run = None
         self.on_run_complete = None
         # on the node's own thread (they change the observer the states update), with the
@@ -164,9 +164,8 @@ class ContactOutputs:
             if monitor is None or snapshot is not self._monitor_snapshot:
                 monitor = self._monitor_for(snapshot)     # (the same snapshot: the same)
                 self._monitor_snapshot = snapshot
-            if self._applied[0] is not monitor or self._applied[1] is not self.calibration \
-                    or self._applied[2] != snapshot.contact_thresholds:
-                self._apply_calibration(monitor, snapshot)
+            if self._applied[0] is not monitor or self._applied[1] is not self.calibration:
+                self._apply_calibration(monitor)
             try:
                 if qd is None:
                     raise InputError("no velocities: the observer needs qd (p = M(q) qd)")
@@ -228,31 +227,30 @@ class ContactOutputs:
 
     def set_calibration(self, in_force) -> None:
         """Make ``in_force`` (nodes.contact_calibration.InForce, or None) the calibration in
-        force: applied to the running observer now (InputError, nothing changed, when it
-        does not fit it: other joints, other gains), else to the next one."""
+        force: applied to the running observer now, its contact forgotten (judged on the
+        old thresholds), or to the next observer; InputError, nothing changed, when it does
+        not fit the running one (other joints, other gains)."""
         with self._lock:
             monitor = self._monitor
-            snapshot = self._monitor_snapshot
-            if monitor is not None and snapshot is not None:
-                monitor.calibrate(None if in_force is None else in_force.calibration,
-                                  snapshot.contact_thresholds)
-                self._applied = (monitor, in_force, snapshot.contact_thresholds)
+            if monitor is not None:
+                monitor.set_calibration(None if in_force is None else in_force.calibration)
+                monitor.detector.reset()
+                self._applied = (monitor, in_force)
             self.calibration = in_force
 
-    def _apply_calibration(self, monitor, snapshot) -> None:
-        """The calibration in force on ``monitor`` (a new observer, a new calibration or a
-        new contact.calibration.thresholds); one that does not fit is logged and the
-        observer runs on observer.enter_thresholds."""
-        in_force, mode = self.calibration, snapshot.contact_thresholds
-        self._applied = (monitor, in_force, mode)
-        if in_force is None:
-            if monitor.thresholds is not None:
-                monitor.calibrate(None)
+    def _apply_calibration(self, monitor) -> None:
+        """The calibration in force on ``monitor`` (a new observer or a new calibration;
+        ``observer.thresholds`` says how: ContactMonitor.set_calibration); one that does
+        not fit is logged and the observer runs on observer.enter_thresholds."""
+        in_force = self.calibration
+        self._applied = (monitor, in_force)
+        calibration = None if in_force is None else in_force.calibration
+        if monitor.calibration is calibration:
             return
         try:
-            monitor.calibrate(in_force.calibration, mode)
+            monitor.set_calibration(calibration)
         except InputError as exc:
-            monitor.calibrate(None)
+            monitor.set_calibration(None)
             self._log("error", "calibration-misfit", f"contact calibration from "
                       f"{in_force.source} not applied: {exc}; observer.enter_thresholds "
                       "apply (calibrate again: ~/calibrate_contact)")

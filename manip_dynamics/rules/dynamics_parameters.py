@@ -199,14 +199,15 @@ PARAMETERS: tuple[ParamSpec, ...] = (
     ParamSpec("observer.markers_rate", "double", 10.0,
               "Maximum rate [Hz] of ~/contact_markers (a contact entered or left is drawn "
               "at once).", low=0.0, low_open=True),
-    # ---- contact calibration (nodes/contact_calibration.py, docs/node.md "Contact calibration")
-    ParamSpec("contact.calibration.thresholds", "string", "motion",
-              "With a contact calibration in force (~/calibrate_contact, the start-up "
-              "calibration, or <name>.contact.yaml beside urdf_file): motion (thresholds "
-              "that follow the arm's speed, acceleration and friction band, and the "
-              "calibrated bias), calibrated (the calibrated constant thresholds and bias) or "
-              "fixed (ignore it: observer.enter_thresholds, no bias).",
+    ParamSpec("observer.thresholds", "string", "motion",
+              "How a contact calibration in force (~/calibrate_contact, the start-up "
+              "calibration, or <name>.contact.yaml beside urdf_file) sets the enter "
+              "thresholds: motion (they follow the arm's speed, acceleration and friction "
+              "band; the calibrated bias, settled at rest), calibrated (its constant "
+              "thresholds and bias) or fixed (observer.enter_thresholds, no bias). Without a "
+              "calibration every mode uses observer.enter_thresholds.",
               choices=("fixed", "calibrated", "motion")),
+    # ---- contact calibration (nodes/contact_calibration.py, docs/node.md "Contact calibration")
     ParamSpec("contact.calibration.startup_duration", "double", 0.0,
               "Seconds (joint-state stamps) of the first contact-free motion with effort to "
               "learn a contact calibration from at start-up, as ~/calibrate_contact would; "
@@ -364,7 +365,6 @@ def make_snapshot(base_model, values: Mapping[str, Any], side_gain=None) -> Snap
         ),
         observer=options_from_values(values),
         drive_gain=drive_gain(values, base_model.n, side_gain),
-        contact_thresholds=str(values["contact.calibration.thresholds"]),
         contact_outputs=tuple(OutputSwitch(bool(values[f"outputs.{name}.enabled"]),
                                            float(values[f"outputs.{name}.rate"]))
                               for name in CONTACT_OUTPUTS),

@@ -51,8 +51,6 @@ class Snapshot:
     observer:           the momentum observer's options (``observer.*`` parameters).
     drive_gain:         (n,) torque per unit of ``effort`` (parameter ``drive_gains``, else
                         the side file's), read-only; None when every gain is 1.
-    contact_thresholds: ``contact.calibration.thresholds``: how a contact calibration in
-                        force is applied ("fixed": not at all).
     contact_outputs:    the switches of ~/external_torques, ~/external_wrench, ~/contact
                         (``CONTACT_OUTPUTS`` order); not the observer's options: a change
                         keeps the observer running.
@@ -67,4 +65,3 @@ class Snapshot:
     observer: ObserverOptions = field(default_factory=ObserverOptions)
     contact_outputs: tuple[OutputSwitch, ...] = (OutputSwitch(),) * len(CONTACT_OUTPUTS)
     drive_gain: Optional[np.ndarray] = field(default=None, compare=False)
-    contact_thresholds: str = "motion"
