@@ -53,7 +53,7 @@ Only numpy, scipy (the linear programme) and PyYAML (on use).
 from __future__ import annotations
 
 import math
-from dataclasses import MISSING, dataclass, fields
+from dataclasses import MISSING, dataclass, fields, replace
 from pathlib import Path
 
 import numpy as np
@@ -153,15 +153,19 @@ def calibrate_contact(t, qd, residual, joint_names, gains, *, margin=1.5, min_du
                          f"faster than {move_speed:g} rad/s on {100 * moving.mean():.0f}% of "
                          f"the samples, needs >= {100 * min_moving:.0f}%")
     bias = np.median(r[keep], axis=0)
-    _refuse_contact(t[keep], r[keep] - bias, joint_names, contact_ratio, contact_time)
-    features = MotionThresholds.features(t, qd, gains, rest_speed, settle)
-    e = np.abs(r - bias)[keep]
-    coef = np.array([_envelope(np.column_stack([f[keep][:, i] for f in features]), e[:, i])
-                     for i in range(r.shape[1])])                        # (n, 4)
-    return ContactCalibration(
-        tuple(joint_names), tuple(gains), tuple(bias), tuple(margin * e.max(axis=0)),
-        *(tuple(c) for c in coef.T), margin=float(margin), rest_speed=float(rest_speed),
-        move_speed=float(move_speed), settle=float(settle), duration=duration, samples=int(t.shape[0]))
+    _refuse_contact(t[keep], r[keep] - bias, joint_names, contact_ratio, contact_time, t[0])
+    n = r.shape[1]
+    zero = (0.0,) * n
+    cal = ContactCalibration(tuple(joint_names), tuple(gains), tuple(bias),
+                             tuple(margin * np.abs(r - bias)[keep].max(axis=0)), zero, zero,
+                             zero, zero, margin=float(margin), rest_speed=float(rest_speed),
+                             move_speed=float(move_speed), settle=float(settle),
+                             duration=duration, samples=int(t.shape[0]))
+    features, levels = MotionThresholds.replay(cal, t, qd, r)
+    e = np.abs(r - levels)[keep]
+    coef = np.array([_envelope(features[keep][:, :, i], e[:, i]) for i in range(n)])   # (n, 4)
+    return replace(cal, **{name: tuple(coef[:, j]) for j, name in
+                           enumerate(("rest", "speed", "accel", "band"))})
 
 
 def _checked_stretch(t, qd, residual, joint_names, gains):
@@ -189,7 +193,7 @@ def _checked_stretch(t, qd, residual, joint_names, gains):
     return t, qd, r, g.copy()
 
 
-def _refuse_contact(t, e, joint_names, ratio, min_time):
+def _refuse_contact(t, e, joint_names, ratio, min_time, t0):
     """InputError when some joint's e_i = r_i - median stays above ratio x its spread
     (1.4826 MAD, at least 1e-3 of its peak) for min_time s or longer."""
     spread = 1.4826 * np.median(np.abs(e), axis=0)
@@ -203,7 +207,7 @@ def _refuse_contact(t, e, joint_names, ratio, min_time):
             else:
                 length = t[k - 1] - t[start]
                 if length > longest:
-                    longest, where = length, t[start] - t[0]
+                    longest, where = length, t[start] - t0
                 start = None
         if longest >= min_time:
             raise InputError(
@@ -246,32 +250,32 @@ class MotionThresholds:
         self.coef = c.margin * np.array([c.rest, c.speed, c.accel, c.band])     # (4, n)
         self.constant = np.array(c.constant)
         self.bias = np.array(c.bias)
+        self._steady = np.array(c.rest)            # the settling rule's steadiness limit
         self._thresholds = np.empty(len(c.joint_names))
         self.reset()
 
     def reset(self):
         """Start over (an observer restart): envelopes at their start values (u = 1: the
         friction held at rest is unknown until the arm settles), bias as calibrated."""
-        self._state = _FeatureState(self.gains, self.calibration.rest_speed)
+        self._state = _FeatureState(self.gains, self.calibration.move_speed)
         self._window = None                # settling: (t0, min, max, sum, count)
         self.bias = np.array(self.calibration.bias)
         self.settled = 0                   # number of settlings
 
     @staticmethod
-    def features(t, qd, gains, rest_speed, settle):
-        """The threshold's features over a recorded stretch, as :meth:`enter` forms them:
-        (1, v, a, u), each (N, n) (v the same for every joint), u = 0 once the arm has
-        been at rest for ``settle`` s (where the settling rule would apply)."""
-        th = _FeatureState(np.broadcast_to(np.asarray(gains, float), (qd.shape[1],)), rest_speed)
-        rows, rest_since = np.empty((t.shape[0], 3, qd.shape[1])), None
+    def replay(calibration, t, qd, raw):
+        """The threshold's features and the bias over a recorded stretch, as the runtime
+        forms them (the settling rule's steadiness limit: a tenth of each joint's peak
+        |r - bias| over the stretch): -> features (N, 4, n) = (1, v, a, u) per sample and joint, and the
+        bias (N, n) subtracted from each sample's raw residual."""
+        th = MotionThresholds(calibration)
+        th._steady = 0.1 * np.array(calibration.constant) / calibration.margin
+        features, levels = np.ones((t.shape[0], 4, qd.shape[1])), np.empty_like(raw)
         for k in range(t.shape[0]):
-            rows[k] = th.step(t[k], qd[k])
-            at_rest = np.abs(qd[k]).max() <= rest_speed
-            rest_since = (t[k] if rest_since is None else rest_since) if at_rest else None
-            if at_rest and t[k] - rest_since >= settle:     # (as if settled there)
-                th.settled()
-                rows[k, 2] = 0.0
-        return np.ones_like(qd), rows[:, 0], rows[:, 1], rows[:, 2]
+            levels[k] = th.bias
+            features[k, 1:] = th._state.step(t[k], qd[k])
+            th.settle_bias(t[k], raw[k], qd[k])
+        return features, levels
 
     def enter(self, t, qd):
         """The enter thresholds (n,) for the sample (t s, qd (n,)): the calibrated constants
@@ -297,8 +301,7 @@ class MotionThresholds:
             self._window = None
             return self.bias
         w = self._window
-        limit = self.coef[0] / self.calibration.margin       # rest_i
-        if w is None or (np.maximum(w[2], raw) - np.minimum(w[1], raw) > limit).any():
+        if w is None or (np.maximum(w[2], raw) - np.minimum(w[1], raw) > self._steady).any():
             self._window = [t, raw.copy(), raw.copy(), raw.copy(), 1]
             return self.bias
         np.minimum(w[1], raw, out=w[1])
@@ -314,35 +317,41 @@ class MotionThresholds:
 
 
 class _FeatureState:
-    """Envelopes v (arm speed), a (n,) |qdd|, u (n,) friction band of :class:`MotionThresholds`:
-    each jumps up with its value and decays by exp(-K_O dt) per step (u: only while its
-    joint moves faster than rest_speed)."""
+    """Envelopes v (arm speed), a (n,) |qdd|, u (n,) friction band of :class:`MotionThresholds`.
+    v and a jump up with their value and decay by exp(-K_O dt) per step. u_i = 1 when the
+    sign of qd_i changed, and while joint i is slower than slide_speed after it slid
+    faster (a stop: stiction then holds an unknown torque, until the settling rule takes
+    it into the bias: :meth:`settled`); otherwise it decays like v."""
 
-    def __init__(self, gains, rest_speed):
-        self.gains, self.rest_speed = gains, rest_speed
+    def __init__(self, gains, slide_speed):
+        self.gains, self.slide_speed = gains, slide_speed
         n = gains.shape[0]
         self.t, self.qd = None, None
         self.v, self.a, self.u = 0.0, np.zeros(n), np.ones(n)
+        self.slid = np.ones(n, bool)          # (at the start: as after a stop)
 
     def step(self, t, qd):
+        """The features (3, n) = (v, a, u) for the sample (t, qd)."""
         qd = np.asarray(qd, dtype=float)
         if self.t is None or not t > self.t:
             self.t, self.qd = t, qd.copy()
-            return np.full_like(qd, self.v), self.a.copy(), self.u.copy()
+            return np.array([np.full_like(qd, self.v), self.a, self.u])
         h = t - self.t
         decay = np.exp(-self.gains * h)
-        speed = np.abs(qd).max()
-        self.v = max(speed, float(decay.max()) * self.v)
+        self.v = max(float(np.abs(qd).max()), float(decay.max()) * self.v)
         self.a = np.maximum(np.abs(qd - self.qd) / h, decay * self.a)
-        switched = np.sign(qd) != np.sign(self.qd)
-        moving = np.abs(qd) > self.rest_speed
-        self.u = np.where(switched, 1.0, np.where(moving, decay * self.u, self.u))
+        sliding = np.abs(qd) > self.slide_speed
+        stopped = self.slid & ~sliding
+        self.slid |= sliding
+        held = (np.sign(qd) != np.sign(self.qd)) | stopped
+        self.u = np.where(held, 1.0, decay * self.u)
         self.t, self.qd = t, qd.copy()
-        return np.full_like(qd, self.v), self.a.copy(), self.u.copy()
+        return np.array([np.full_like(qd, self.v), self.a, self.u])
 
     def settled(self):
         """The arm settled at rest: the friction it holds is now in the bias (u = 0)."""
         self.u[:] = 0.0
+        self.slid[:] = False
 
 
 # ============================================================================ file
