@@ -112,6 +112,7 @@ class ContactOutputs:
         self._applied = (None, None)
         self.run = None
         self.on_run_complete = None
+        self._last_qd = None              # qd of the last sample integrated (a copy)
         # on the node's own thread (they change the observer the states update), with the
         # request queue of the other services
         node.create_service(Trigger, "~/reset_observer", self._on_reset,
@@ -190,6 +191,10 @@ class ContactOutputs:
                           f"observer: {live.event.replace('_', ' ')} at stamp "
                           f"{monitor.absolute(t):.6f} s (observer.max_gap "
                           f"{options.max_gap} s, observer.gap {options.gap})")
+            last = self._last_qd
+            if last is None or last.shape != qd.shape:
+                last = self._last_qd = np.empty_like(qd, dtype=np.float64)
+            last[:] = qd
             if self.run is not None:
                 self._collect(snapshot, monitor, live, q, qd, stamp)
             self._publish(snapshot, header, monitor, q, qd, live)
@@ -235,8 +240,18 @@ class ContactOutputs:
             if monitor is not None:
                 monitor.set_calibration(None if in_force is None else in_force.calibration)
                 monitor.detector.reset()
+                self._prime(monitor)
                 self._applied = (monitor, in_force)
             self.calibration = in_force
+
+    def _prime(self, monitor) -> None:
+        """Motion thresholds applied to a running observer start from its last sample (t,
+        qd): without it their envelopes start at rest (speed and acceleration 0), and the
+        first sample of an arm in motion would be judged on the thresholds at rest."""
+        thresholds, t = monitor.thresholds, monitor.observer.time
+        if thresholds is not None and t is not None and self._last_qd is not None \
+                and self._last_qd.shape == (monitor.model.n,):
+            thresholds.enter(t, self._last_qd)
 
     def _apply_calibration(self, monitor) -> None:
         """The calibration in force on ``monitor`` (a new observer or a new calibration;
