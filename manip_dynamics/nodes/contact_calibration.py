@@ -40,6 +40,7 @@ from manip_dynamics.core.contact.calibration import (calibrate_contact, calibrat
                                                      load_calibration, save_calibration)
 from manip_dynamics.core.errors import InputError, ManipDynamicsError
 from manip_dynamics.rules.calibration_run import CalibrationRun
+from manip_dynamics.nodes.service_thread import ServiceThread
 from manip_dynamics.rules.contact_monitor import per_joint
 from manip_dynamics_interfaces.msg import ContactCalibration
 from manip_dynamics_interfaces.srv import CalibrateContact
@@ -58,16 +59,20 @@ none) and the stamp (sec, nanosec) of the last state it was learned from (None: 
 class ContactCalibrationService:
     """``~/calibrate_contact``, ``~/contact_calibration`` and the start-up calibration of one
     DynamicsNode (module docstring). ``state()``: the node's ``Applied`` state; ``outputs``:
-    its ContactOutputs (collects the runs' samples, applies the calibration); ``host``: the
-    ServiceThread the service is answered on."""
+    its ContactOutputs (collects the runs' samples, applies the calibration). The service
+    is answered on a thread of its own (a ServiceThread of two threads, hidden node
+    ``_<node>_calibration``): a call waits while the states are collected, and a second
+    call is refused meanwhile, not queued; ``stop()`` before the node is destroyed."""
 
-    def __init__(self, node, outputs, state, host, startup_duration: float = 0.0):
+    def __init__(self, node, outputs, state, startup_duration: float = 0.0):
         self.node, self._outputs, self._state = node, outputs, state
+        self.host = ServiceThread(node, "calibration", threads=2)
         self._busy = threading.Lock()        # one service request collecting at a time
         latched = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
                              durability=DurabilityPolicy.TRANSIENT_LOCAL)
         self.pub = node.create_publisher(ContactCalibration, TOPIC, latched)
-        self.service = host.create_service(CalibrateContact, SERVICE, self.on_request)
+        self.service = self.host.create_service(CalibrateContact, SERVICE, self.on_request)
+        self.host.start()
         outputs.on_run_complete = self._on_run_complete
         if startup_duration > 0:
             outputs.start_run(CalibrationRun(startup_duration, "startup"))
@@ -75,6 +80,13 @@ class ContactCalibrationService:
                 f"contact calibration at start-up: learning from the first "
                 f"{startup_duration:g} s of joint states with effort (keep the arm moving "
                 "freely, without contact)")
+
+    def stop(self) -> None:
+        """End the service's thread (and a request waiting for states)."""
+        run = self._outputs.run
+        if run is not None:
+            run.abandon("the node is shutting down")
+        self.host.stop()
 
     # ------------------------------------------------------------------ file
     def load_beside(self, state) -> None:

@@ -176,10 +176,10 @@ class DynamicsNode(Node):
         self.service_thread.start()
 
     def _calibration_service(self, values) -> ContactCalibrationService:
-        """``~/calibrate_contact`` and ``~/contact_calibration`` (on the services' thread),
+        """``~/calibrate_contact`` (on a thread of its own) and ``~/contact_calibration``,
         with the start-up calibration of ``contact.calibration.startup_duration``."""
         return ContactCalibrationService(
-            self, self.contact_outputs, lambda: self._state, self.service_thread,
+            self, self.contact_outputs, lambda: self._state,
             float(values["contact.calibration.startup_duration"]))
 
     def _subscribe_joint_states(self, values):
@@ -601,6 +601,7 @@ class DynamicsNode(Node):
 
     def destroy_node(self):
         self.service_thread.stop()
+        self.contact_calibration.stop()
         self._gc.close()
         return super().destroy_node()
 

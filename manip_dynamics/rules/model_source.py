@@ -5,9 +5,10 @@ parameter, else the last description received on the ``robot_description`` topic
 
 One path builds every state (:meth:`ModelSource.fit`): parse the description (a small
 cache of recent parses), judge ``root_link`` against the whole URDF, parse it rooted
-there, judge the other parameters naming links / joints against that model, apply the dynamics side file
-(armature, friction, drive gains: ``dynamics_file``, :func:`side_file_path`), then gravity, friction
-and payload (:func:`make_snapshot`). It runs in one of two modes:
+there, judge the other parameters naming links / joints against that model, apply the
+dynamics side file (armature, friction, drive gains: ``dynamics_file``,
+:func:`side_file_path`), then gravity, friction and payload (:func:`make_snapshot`). It
+runs in one of two modes:
 
 - strict (a parameter change, :meth:`ModelSource.for_parameters`): the first misfit
   refuses the change with a :class:`ParameterValueError` naming the parameter;
