@@ -28,6 +28,7 @@ import numpy as np
 from manip_dynamics.core.errors import InputError
 
 MAX_DURATION = 600.0        # s of stamps one run may collect
+STAMP_RESOLUTION = 1e-9     # s: a span this close to the duration is the duration
 
 
 def check_duration(duration) -> float:
@@ -99,7 +100,7 @@ class CalibrationRun:
         self._qd.append(np.array(qd, dtype=float))
         self._r.append(np.array(r, dtype=float))
         self.last_stamp = stamp
-        if self.span >= self.duration:
+        if self.span >= self.duration - STAMP_RESOLUTION:      # (t is a float of stamps)
             self.finished.set()
             return True
         return False
