@@ -18,7 +18,8 @@ sensor_msgs/JointState at the recording's own stamps into one dynamics_node proc
 Bad requests (negative and NaN durations, a second request while one collects, a stretch
 too short for the core) are refused with a message, and the node keeps its calibration. A
 second node started on the same URDF loads the saved file (``~/contact_calibration``:
-source "file").
+source "file"), and its start-up calibration of 2 s is refused (logged) and leaves the
+file's in force.
 
 The replay is windowed: at most ``WINDOW`` states ahead of the last one the node answered
 (``~/gravity_torques`` carries each stamp), on a reliable, deep, in-order subscription
@@ -81,14 +82,15 @@ class Replay:
     """Publishes recorded states with stamps ``base + t`` (ns), at most WINDOW ahead of the
     node's answers; records the node's ~/contact (stamp -> in_contact)."""
 
-    def __init__(self, node, proc):
+    def __init__(self, node, proc, prefix=""):
         self.node, self.proc, self.lock = node, proc, threading.Lock()
         deep = QoSProfile(depth=5000, reliability=ReliabilityPolicy.RELIABLE)
         self.answered, self.contact = set(), {}
-        node.create_subscription(JointState, "dynamics_node/gravity_torques",
+        node.create_subscription(JointState, prefix + "dynamics_node/gravity_torques",
                                  self._on_answer, deep)
-        node.create_subscription(Contact, "dynamics_node/contact", self._on_contact, deep)
-        self.pub = node.create_publisher(JointState, "joint_states", deep)
+        node.create_subscription(Contact, prefix + "dynamics_node/contact", self._on_contact,
+                                 deep)
+        self.pub = node.create_publisher(JointState, prefix + "joint_states", deep)
         self.base = node.get_clock().now().nanoseconds - 3600 * 10 ** 9     # an hour ago
         self.last = self.base
 
@@ -237,9 +239,15 @@ def test_calibrated_on_a_real_ur10e_no_false_contact_and_the_push_found(node_pro
     log = ros_utils.read_log(proc)
     assert "Traceback" not in log
 
-    # a node started on the same URDF loads the saved calibration: latched, source "file"
+    # a node started on the same URDF loads the saved calibration: latched, source "file";
+    # its start-up calibration (2 s: too short) is refused, logged, and the file's
+    # calibration stays in force
     second = node_process([MODULE, "--ros-args", "-r", "__ns:=/second",
-                           "-p", f"urdf_file:={urdf}"], name="second")
+                           "-p", f"urdf_file:={urdf}",
+                           "-p", "contact.calibration.startup_duration:=2.0",
+                           "-p", "joint_states_latest_wins:=false",
+                           "-p", "joint_states_qos.reliability:=reliable",
+                           "-p", "joint_states_qos.depth:=1000"], name="second")
     loaded = ros_utils.wait_for_message(ros_node, ContactCalibration,
                                         "/second/dynamics_node/contact_calibration",
                                         timeout=TIMEOUT, qos=ros_utils.latched_qos(),
@@ -247,3 +255,12 @@ def test_calibrated_on_a_real_ur10e_no_false_contact_and_the_push_found(node_pro
     assert loaded.source == "file" and loaded.path == cal.path
     assert list(loaded.bias) == list(cal.bias)
     assert list(loaded.enter_thresholds) == list(cal.enter_thresholds)
+    at_rest = Replay(ros_node, second, prefix="/second/")
+    ros_utils.wait_for(lambda: at_rest.pub.get_subscription_count() >= 1, timeout=TIMEOUT)
+    at_rest.play(push, range(210))          # 2.1 s of stamps
+    refused = "contact calibration at start-up refused: calibration stretch too short"
+    ros_utils.wait_for(lambda: refused in ros_utils.read_log(second), timeout=30.0,
+                       message="no refusal of the start-up calibration logged")
+    assert ros_utils.wait_for_message(
+        ros_node, ContactCalibration, "/second/dynamics_node/contact_calibration",
+        qos=ros_utils.latched_qos()).source == "file"
