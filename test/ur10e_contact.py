@@ -19,6 +19,7 @@ holds two pushes (the torque comes back to its level at ~380 between them: 248-3
 """
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections import namedtuple
 from pathlib import Path
@@ -35,6 +36,9 @@ CALIBRATION_RUN = "identification_data/ur-20_02_10-30sec_12harm.csv"   # the aut
 # runs with a payload the model does not carry (2.6-2.8 kg at the flange): an external load
 LOADED = ("ur-20_01_13-load_2600.csv", "ur-20_01_31-load.csv", "ur-20_02_19_14harm50secLoad.csv",
           "ur-20_02_19_15harm50secLoad.csv")
+# its first rows are garbled (q jumping by a radian between 10 ms rows, values of other
+# columns in range): the observer answers the garbage
+GARBLED = ("ur-19_09_27-11_32_02.csv",)
 PUSHES = {   # (start, end) line numbers, module docstring
     "collision/ur-20_01_22-push_pose_1.csv": ((185, 300), (440, 600), (790, 935), (1110, 1300)),
     "collision/ur-20_01_22-push_pose_2.csv": ((55, 160), (240, 380), (455, 580), (750, 870),
@@ -70,18 +74,26 @@ Run = namedtuple("Run", "t q qd tau lines")
 
 def read_run(folder, name, model, drive_gain):
     """A run's samples (t s, q, qd rad(/s), tau = gain x current N m) and their line numbers
-    (None when the reader skipped a row)."""
+    (None when the reader skipped a row; rows beyond the URDF's limits are skipped: 11_32_02
+    holds garbage rows, qd = 253 rad/s)."""
     columns = csv_log.ColumnMap.from_mapping(csv_log.parse_inline(
         "t=1,q=2:7,qd=8:13,effort=14:19")).replace(drive_gains=tuple(drive_gain))
-    log = csv_log.read_csv_joint_states(Path(folder) / name, columns, model.joint_names)
+    log = csv_log.read_csv_joint_states(Path(folder) / name, columns, model.joint_names,
+                                        csv_log.model_limits(model, model.joint_names))
     skipped = log.skipped.kept != log.skipped.lines
     lines = None if skipped else np.arange(1, len(log.t) + 1)     # (None: some row skipped)
     return Run(log.t, log.position, log.velocity, log.effort, lines)
 
 
-def options(mode, friction=True):
-    """The monitor's options: defaults but the friction of the side file, thresholds mode."""
-    return ObserverOptions(gains=(GAINS,), friction=friction, thresholds=mode)
+SLIDE = 0.05     # rad/s: the Coulomb ramp's slide speed (core.contact.observer)
+
+
+def options(mode, slide=SLIDE):
+    """The monitor's options: in mode "fixed" the defaults (ObserverOptions()), otherwise
+    also the friction of the side file with the Coulomb ramp (slide speed ``slide``)."""
+    if mode == "fixed":
+        return ObserverOptions(gains=(GAINS,))
+    return ObserverOptions(gains=(GAINS,), friction=True, thresholds=mode, slide_speed=(slide,))
 
 
 Replay = namedtuple("Replay", "raw residual enter in_contact")
@@ -102,11 +114,12 @@ def replay(model, run, opts, calibration=None, tip="tool0"):
     return out
 
 
-def calibrate(model, run, mode):
-    """A ContactCalibration learned on ``run`` (its raw residual with the options of mode)."""
+def calibrate(model, run, mode, **kwargs):
+    """A ContactCalibration learned on ``run`` (its raw residual with the options of mode);
+    kwargs: calibrate_contact's."""
     mon = ContactMonitor(model, options(mode), "tool0")
-    raw = replay(model, run, options("fixed")).raw
-    return mon.calibrate(run.t, run.qd, raw)
+    raw = replay(model, run, dataclasses.replace(options(mode), thresholds="fixed")).raw
+    return mon.calibrate(run.t, run.qd, raw, **kwargs)
 
 
 def contacts(in_contact):

@@ -64,7 +64,8 @@ class ObserverOptions:
     (s) and gap ("bridge" / "reset"): the gap rule; wrench_threshold (m): the singular
     value below which the tip-wrench inverse is damped (core.contact.tip_wrench);
     force_scale (m/N): arrow length per newton of ``~/contact_markers``; markers_rate (Hz);
-    thresholds: "fixed", "calibrated" or "motion" (module docstring).
+    thresholds: "fixed", "calibrated" or "motion" (module docstring); slide_speed (rad/s,
+    per joint): the friction's Coulomb ramp (core.contact.observer; 0: sign(qd)).
     """
 
     enabled: bool = True
@@ -81,6 +82,7 @@ class ObserverOptions:
     force_scale: float = 0.01
     markers_rate: float = 10.0
     thresholds: str = "fixed"
+    slide_speed: tuple = (0.0,)
 
     @property
     def leave(self) -> tuple:
@@ -146,7 +148,8 @@ class ContactMonitor:
         self.observer = MomentumObserver(
             model, gains=per_joint(options.gains, n, "observer.gains"),
             effort=options.effort, friction=options.friction, max_dt=options.max_gap,
-            gap=options.gap, timing=options.timing)
+            gap=options.gap, timing=options.timing,
+            slide_speed=per_joint(options.slide_speed, n, "observer.slide_speed"))
         enter = per_joint(options.enter, n, "observer.enter_thresholds")
         self.detector = ContactDetector(model, enter, options.hysteresis * enter)
         self._fingerprint = _fingerprint(model)
@@ -370,6 +373,7 @@ def options_from_values(values) -> ObserverOptions:
         force_scale=float(values["observer.force_scale"]),
         markers_rate=float(values["observer.markers_rate"]),
         thresholds=str(values.get("observer.thresholds", "fixed")),
+        slide_speed=tuple(float(x) for x in values.get("observer.slide_speed", (0.0,))),
     )
 
 

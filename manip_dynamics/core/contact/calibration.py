@@ -24,10 +24,14 @@ on a prismatic joint):
   that (stiction holds any torque in the band), decaying like the observer's response
   once the joint moves. The coefficients are the smallest (in mean over the stretch)
   non-negative ones whose threshold covers |r_i - bias_i| on every sample of the stretch
-  (a linear programme per joint, :func:`_envelope`).
+  (a linear programme per joint, :func:`_envelope`), with rest_i at least a tenth of
+  the stretch's peak |r_i - bias_i| (a joint whose error the stretch shows only in motion
+  would otherwise get rest_i = 0: no margin for the current's noise at rest).
 
 At rest (:class:`MotionThresholds`' settling rule): when every joint has stayed below
-``rest_speed`` and every |r_i - bias_i| has moved less than ``rest_i`` for ``settle`` s,
+``rest_speed`` and every r_i has stayed within a band of the enter threshold at rest,
+margin x rest_i, for ``settle`` s (a level that moves less could not be told from a
+contact anyway),
 the bias takes the mean residual of that window and u = 0: the torque a joint's
 stiction holds (on the UR10e up to 13 N m away from gravity after a push, with qd = 0)
 is then no contact, and the threshold at rest is rest_i (what the arm's current noise
@@ -63,6 +67,7 @@ from ..extras import import_extra
 
 VERSION = 1
 THRESHOLD_MODES = ("fixed", "calibrated", "motion")
+REST_FLOOR = 0.1      # rest_i >= this x the peak |r_i - bias_i| of the stretch
 _PER_JOINT = ("bias", "constant", "rest", "speed", "accel", "band")
 
 
@@ -86,7 +91,7 @@ class ContactCalibration:
     speed: tuple
     accel: tuple
     band: tuple
-    margin: float = 1.5
+    margin: float = 2.0
     rest_speed: float = 2e-3
     move_speed: float = 0.05
     settle: float = 1.0
@@ -129,7 +134,7 @@ class ContactCalibration:
 
 
 # ============================================================================ learning
-def calibrate_contact(t, qd, residual, joint_names, gains, *, margin=1.5, min_duration=10.0,
+def calibrate_contact(t, qd, residual, joint_names, gains, *, margin=2.0, min_duration=10.0,
                       move_speed=0.05, min_moving=0.3, contact_ratio=8.0, contact_time=0.25,
                       rest_speed=2e-3, settle=1.0) -> ContactCalibration:
     """Learn a :class:`ContactCalibration` from a contact-free stretch.
@@ -154,16 +159,27 @@ def calibrate_contact(t, qd, residual, joint_names, gains, *, margin=1.5, min_du
                          f"the samples, needs >= {100 * min_moving:.0f}%")
     bias = np.median(r[keep], axis=0)
     _refuse_contact(t[keep], r[keep] - bias, joint_names, contact_ratio, contact_time, t[0])
-    n = r.shape[1]
-    zero = (0.0,) * n
+    peak = np.abs(r - bias)[keep].max(axis=0)
+    zero = (0.0,) * r.shape[1]
     cal = ContactCalibration(tuple(joint_names), tuple(gains), tuple(bias),
-                             tuple(margin * np.abs(r - bias)[keep].max(axis=0)), zero, zero,
-                             zero, zero, margin=float(margin), rest_speed=float(rest_speed),
+                             tuple(margin * peak), tuple(REST_FLOOR * peak), zero, zero, zero,
+                             margin=float(margin), rest_speed=float(rest_speed),
                              move_speed=float(move_speed), settle=float(settle),
                              duration=duration, samples=int(t.shape[0]))
+    for _ in range(2):                  # the settling rule's limit is the rest threshold
+        cal = _fitted(cal, t, qd, r, keep)
+    return cal
+
+
+def _fitted(cal, t, qd, r, keep):
+    """cal with rest, speed, accel, band fitted (:func:`_envelope`) to |r - bias| over the
+    kept samples, features and bias as :meth:`MotionThresholds.replay` forms them with
+    cal's own coefficients (its settling rule's limit)."""
     features, levels = MotionThresholds.replay(cal, t, qd, r)
     e = np.abs(r - levels)[keep]
-    coef = np.array([_envelope(features[keep][:, :, i], e[:, i]) for i in range(n)])   # (n, 4)
+    floor = REST_FLOOR * e.max(axis=0)
+    coef = np.array([_envelope(features[keep][:, :, i], e[:, i], floor[i])
+                     for i in range(r.shape[1])])                            # (n, 4)
     return replace(cal, **{name: tuple(coef[:, j]) for j, name in
                            enumerate(("rest", "speed", "accel", "band"))})
 
@@ -217,14 +233,16 @@ def _refuse_contact(t, e, joint_names, ratio, min_time, t0):
                 "stretch without contact")
 
 
-def _envelope(A, e):
-    """c >= 0 (k,) minimising mean(A c) subject to A c >= e on every row: the tightest (in
-    mean) non-negative linear envelope of e (N,) on the features A (N, k)."""
+def _envelope(A, e, floor):
+    """c >= 0 (k,) minimising mean(A c) subject to A c >= e on every row and c_0 >= floor:
+    the tightest (in mean) non-negative linear envelope of e (N,) on the features A (N, k),
+    A[:, 0] = 1."""
     from scipy.optimize import linprog
 
     scale = np.maximum(np.abs(A).max(axis=0), 1e-12)
-    res = linprog(A.mean(axis=0) / scale, A_ub=-A / scale, b_ub=-e,
-                  bounds=[(0, None)] * A.shape[1], method="highs")
+    bounds = [(floor * scale[0], None)] + [(0, None)] * (A.shape[1] - 1)
+    res = linprog(A.mean(axis=0) / scale, A_ub=-A / scale, b_ub=-e, bounds=bounds,
+                  method="highs")
     if res.status != 0:                   # (cannot happen: c_0 = max e is feasible)
         c = np.zeros(A.shape[1])
         c[0] = e.max()
@@ -250,7 +268,9 @@ class MotionThresholds:
         self.coef = c.margin * np.array([c.rest, c.speed, c.accel, c.band])     # (4, n)
         self.constant = np.array(c.constant)
         self.bias = np.array(c.bias)
-        self._steady = np.array(c.rest)            # the settling rule's steadiness limit
+        # the settling rule's steadiness limit: the enter threshold at rest (a level that
+        # moves less than it could not be told from a contact anyway)
+        self._steady = c.margin * np.array(c.rest)
         self._thresholds = np.empty(len(c.joint_names))
         self.reset()
 
@@ -265,11 +285,9 @@ class MotionThresholds:
     @staticmethod
     def replay(calibration, t, qd, raw):
         """The threshold's features and the bias over a recorded stretch, as the runtime
-        forms them (the settling rule's steadiness limit: a tenth of each joint's peak
-        |r - bias| over the stretch): -> features (N, 4, n) = (1, v, a, u) per sample and joint, and the
+        forms them: -> features (N, 4, n) = (1, v, a, u) per sample and joint, and the
         bias (N, n) subtracted from each sample's raw residual."""
         th = MotionThresholds(calibration)
-        th._steady = 0.1 * np.array(calibration.constant) / calibration.margin
         features, levels = np.ones((t.shape[0], 4, qd.shape[1])), np.empty_like(raw)
         for k in range(t.shape[0]):
             levels[k] = th.bias

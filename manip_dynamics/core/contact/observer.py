@@ -56,7 +56,13 @@ Timing of the measured torque, by ``timing``:
   is of the order of 0.1 to 1 N*m on the Panda (benchmarks/study_contact.py).
 
 Friction: ``friction=True`` subtracts the model's ``friction_torques(qd)``
-(``RobotModel.with_friction``); otherwise unmodelled friction appears in r.
+(``RobotModel.with_friction``); otherwise unmodelled friction appears in r. With
+``slide_speed`` v_i > 0 the Coulomb term is coulomb_i clip(qd_i / v_i, -1, 1) instead of
+coulomb_i sign(qd_i): continuous through qd = 0, so a measured velocity that flickers
+between 0 and +-1e-4 rad/s at rest (a real arm's quantisation) no longer makes it jump by
+coulomb_i (13 N m on a UR10e's shoulder), and below v_i, where a real joint sticks, it
+is not subtracted in full (docs/contact.md, "On a real arm"). v_i = 0 (the default): the
+model's sign(qd).
 
 Stream rules (every sample is (t, q, qd, tau), t in s):
 
@@ -133,7 +139,8 @@ class MomentumObserver:
     """Residual r ~ tau_ext (n,) of one arm, updated sample by sample (module docstring).
 
     model: a RobotModel; gains: K_O, scalar or (n,), 1/s; effort: "total" or
-    "minus_gravity"; friction: subtract model.friction_torques(qd); max_dt (s): larger
+    "minus_gravity"; friction: subtract model.friction_torques(qd); slide_speed: scalar
+    or (n,) >= 0, rad/s (m/s): the Coulomb term's ramp (module docstring); max_dt (s): larger
     steps are gaps; gap: "bridge" or "reset"; timing: "sampled" or "held" (the
     measured torque's timing, module docstring).
 
@@ -145,7 +152,7 @@ class MomentumObserver:
     """
 
     def __init__(self, model, gains, effort="total", friction=False, max_dt=0.05,
-                 gap="bridge", timing="sampled"):
+                 gap="bridge", timing="sampled", slide_speed=0.0):
         self.model = model
         self.n = model.n
         self.gains = _positive_vector(gains, self.n, "gains")
@@ -165,9 +172,15 @@ class MomentumObserver:
         self._expm1 = self._buffers[4]
         self._shape = self.gains.shape
         self._neg_gains = -self.gains
-        # [viscous; coulomb] (2, n) of the model when friction is subtracted, else zeros
-        self._friction_coef = np.array([model.viscous, model.coulomb] if self.friction
-                                       else np.zeros((2, self.n)), dtype=float)
+        slide = np.broadcast_to(np.array(slide_speed, dtype=float), (self.n,)).copy() \
+            if np.ndim(slide_speed) == 0 else np.array(slide_speed, dtype=float)
+        if slide.shape != (self.n,) or not (np.isfinite(slide) & (slide >= 0)).all():
+            raise InputError(f"slide_speed must be a scalar or ({self.n},) of finite values "
+                             f">= 0, got {slide_speed!r}")
+        self.slide_speed = slide
+        # [viscous; coulomb; slide speed] (3, n) when friction is subtracted, else zeros
+        self._friction_coef = np.array([model.viscous, model.coulomb, slide] if self.friction
+                                       else np.zeros((3, self.n)), dtype=float)
         self._held, self._total = self.timing == "held", self.effort == "total"
         # observe_contact's kernel arguments that never change: held, total, friction, coef,
         # the (6, n) buffers
@@ -223,9 +236,19 @@ class MomentumObserver:
         beta = tau + (qd[..., None, :] @ C)[..., 0, :]      # + C^T qd
         if self.effort == "total":
             beta = beta - self.model.gravity_torques(q)
-        if self.friction:
+        if self.friction and (self.slide_speed > 0).any():
+            beta = beta - self._ramped_friction(qd)
+        elif self.friction:
             beta = beta - self.model.friction_torques(qd)
         return p, beta
+
+    def _ramped_friction(self, qd):
+        """viscous qd + coulomb s(qd), s = clip(qd / slide_speed, -1, 1) where slide_speed
+        > 0, else sign(qd) (the arithmetic of :func:`_step_in_place`)."""
+        v = self.slide_speed
+        ramp = np.clip(qd / np.where(v > 0, v, 1.0), -1.0, 1.0)
+        s = np.where(v > 0, ramp, np.sign(qd))
+        return self.model.viscous * qd + self.model.coulomb * s
 
     def _checked_tau(self, tau, q_shape):
         try:
@@ -457,7 +480,7 @@ def finite_vector(a):
 def _step_in_place(integrate, held, total, friction, coef, p, ct, g, tau, qd, h, state, bias):
     """One sample of MomentumObserver.update_terms, per joint i. state (6, n): rows r,
     p_prev, beta_prev, tau_prev, e = expm1(-K_O h) (so 1 - a = -e) and residual; coef
-    (2, n): viscous, coulomb; the rest (n,):
+    (3, n): viscous, coulomb, slide speed (the Coulomb ramp where > 0); the rest (n,):
     beta = tau + ct [- g if total] [- (viscous qd + coulomb sign(qd)) if friction];
     if integrate: r = r + (1 - a) (u - r), u = (p - p_prev) / h - (beta0 + beta) / 2,
     beta0 = beta_prev [+ (tau - tau_prev) if held]; then p_prev, beta_prev, tau_prev = p,
@@ -471,7 +494,12 @@ def _step_in_place(integrate, held, total, friction, coef, p, ct, g, tau, qd, h,
             beta = beta - g[i]
         if friction:
             x = qd[i]
-            sign = 1.0 if x > 0.0 else (-1.0 if x < 0.0 else 0.0)
+            v = coef[2, i]
+            if v > 0.0:                  # the Coulomb ramp: clip(x / v, -1, 1)
+                sign = x / v
+                sign = 1.0 if sign > 1.0 else (-1.0 if sign < -1.0 else sign)
+            else:
+                sign = 1.0 if x > 0.0 else (-1.0 if x < 0.0 else 0.0)
             beta = beta - (coef[0, i] * x + coef[1, i] * sign)
         if integrate:
             beta0 = beta_prev[i] + (tau[i] - tau_prev[i]) if held else beta_prev[i]

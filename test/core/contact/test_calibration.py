@@ -36,24 +36,25 @@ def test_the_calibration_refuses_a_short_a_still_and_a_contact_stretch():
     spike = r.copy()
     spike[800:810, 1] += 5.0                    # 0.1 s: shorter than a push, accepted
     cal = calibrate_contact(t, qd, spike, NAMES, K)
-    assert cal.constant[1] == pytest.approx(1.5 * np.abs(spike[10:, 1] - cal.bias[1]).max())
+    assert cal.constant[1] == pytest.approx(2.0 * np.abs(spike[10:, 1] - cal.bias[1]).max())
 
 
 def test_the_envelope_recovers_a_threshold_linear_in_the_speed():
-    """r = +-(0.2 + 3 v) alternating on joint a (v the arm's speed envelope as the runtime
-    forms it), so |r - bias| <= 0.2 + |bias| + 3 v with equality on every other sample:
-    the smallest covering envelope is rest 0.2 + |bias|, speed 3, accel = band = 0."""
+    """r = +-(0.5 + 1 v) alternating on joint a (v the arm's speed envelope as the runtime
+    forms it), so |r - bias| <= 0.5 + |bias| + v with equality on every other sample:
+    the smallest covering envelope is rest 0.5 + |bias|, speed 1, accel = band = 0 (rest
+    above its floor, a tenth of the peak 1.5)."""
     t, qd = stretch()
     zero = (0.0, 0.0)
     base = ContactCalibration(NAMES, (K, K), zero, (1.0, 1.0), zero, zero, zero, zero)
     features, _ = MotionThresholds.replay(base, t, qd, np.zeros_like(qd))
     v = features[:, 1, 0]
     sign = np.where(np.arange(t.size) % 2, 1.0, -1.0)
-    r = np.column_stack([sign * (0.2 + 3.0 * v), 0.05 * sign])
+    r = np.column_stack([sign * (0.5 + 1.0 * v), 0.05 * sign])
     cal = calibrate_contact(t, qd, r, NAMES, K)
     b = abs(cal.bias[0])
     assert 0 < b < 0.02
-    assert (cal.rest[0], cal.speed[0]) == pytest.approx((0.2 + b, 3.0), rel=1e-6)
+    assert (cal.rest[0], cal.speed[0]) == pytest.approx((0.5 + b, 1.0), rel=1e-6)
     assert cal.accel[0] == pytest.approx(0.0, abs=1e-6) and cal.band[0] == pytest.approx(0.0, abs=1e-6)
     assert cal.rest[1] == pytest.approx(0.05 + abs(cal.bias[1]), rel=1e-6)
 
