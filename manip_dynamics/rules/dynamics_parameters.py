@@ -199,6 +199,11 @@ PARAMETERS: tuple[ParamSpec, ...] = (
     ParamSpec("observer.markers_rate", "double", 10.0,
               "Maximum rate [Hz] of ~/contact_markers (a contact entered or left is drawn "
               "at once).", low=0.0, low_open=True),
+    ParamSpec("observer.slide_speed", "double_array", [0.0],
+              "With observer.friction: the Coulomb term is coulomb_i clip(qd_i / v_i, -1, 1) "
+              "for v_i > 0 [rad/s or m/s] (no jump when qd flickers around 0 at rest) "
+              "instead of coulomb_i sign(qd_i) (0); 1 value or one per joint.",
+              "1 value or one per joint", low=0.0, min_items=1),
     ParamSpec("observer.thresholds", "string", "motion",
               "How a contact calibration in force (~/calibrate_contact, the start-up "
               "calibration, or <name>.contact.yaml beside urdf_file) sets the enter "
@@ -305,7 +310,7 @@ def model_conflicts(values: Mapping[str, Any], model, urdf_links=None) -> dict[s
         conflicts["drive_gains"] = (f"needs no value, 1 value or one per joint ({model.n}: "
                                     f"{', '.join(model.joint_names)}), got "
                                     f"{len(values['drive_gains'])}")
-    for name in ("observer.gains", "observer.enter_thresholds"):
+    for name in ("observer.gains", "observer.enter_thresholds", "observer.slide_speed"):
         if len(values[name]) not in (1, model.n):
             conflicts[name] = (f"needs 1 value or one per joint ({model.n}: "
                                f"{', '.join(model.joint_names)}), got {len(values[name])}")
