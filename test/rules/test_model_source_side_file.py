@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from manip_dynamics import robots
-from manip_dynamics.rules.dynamics_parameters import PARAMETERS, ParameterValueError
+from manip_dynamics.rules.dynamics_parameters import (PARAMETERS, ParameterValueError,
+                                                      check_values)
 from manip_dynamics.rules.model_source import Applied, ModelSource
 
 SIDE = """joints:
@@ -43,8 +44,9 @@ def arm(tmp_path):
 def test_the_side_file_beside_the_urdf_is_applied(arm):
     warned = []
     state = ModelSource(warned.append).for_parameters(defaults(urdf_file=str(arm)), NO_STATE)
-    assert warned == [f"side file {arm.with_name('arm.dynamics.yaml')}: drive_gain is read "
-                      "but not yet applied: measured efforts are taken as torques"]
+    assert warned == []
+    assert state.snapshot.drive_gain.tolist() == [1.0, 7.0]      # the file's, for the efforts
+    assert state.side_file == str(arm.with_name("arm.dynamics.yaml"))
     model = state.snapshot.model
     assert model.armature.tolist() == [0.0, 0.75]
     assert model.viscous[1] == 0.5 and model.coulomb[1] == 0.25
@@ -131,3 +133,21 @@ def test_the_same_model_while_the_file_is_unchanged(arm):
     third = source.for_parameters(defaults(urdf_file=str(arm)), second)
     assert third.base_model is not first.base_model
     assert third.snapshot.model.armature.tolist() == [0.0, 1.5]
+
+
+def test_drive_gains_from_the_file_unless_the_parameter_gives_them(arm):
+    """``drive_gains`` [] takes the side file's (joint2: 7.0, joint1 none: 1); 1 value is
+    every joint's, n values one each; all ones (or no file) is None (effort is torque); a
+    count other than 0, 1 or n, or a gain <= 0, is refused naming the parameter."""
+    source = ModelSource()
+    gain = lambda **values: source.for_parameters(defaults(urdf_file=str(arm), **values),
+                                                  NO_STATE).snapshot.drive_gain
+    assert gain().tolist() == [1.0, 7.0]
+    assert gain(drive_gains=[2.5]).tolist() == [2.5, 2.5]
+    assert gain(drive_gains=[3.0, 4.0]).tolist() == [3.0, 4.0]
+    assert gain(drive_gains=[1.0]) is None
+    assert gain(dynamics_file="none") is None
+    with pytest.raises(ParameterValueError, match="drive_gains"):
+        gain(drive_gains=[1.0, 2.0, 3.0])
+    with pytest.raises(ParameterValueError, match="drive_gains"):      # the table's bound
+        check_values(defaults(drive_gains=[0.0]))
