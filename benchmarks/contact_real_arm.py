@@ -60,7 +60,8 @@ def evaluate(model, run, name, cals):
 
 def cell(r):
     if "found" in r:
-        return f"{r['found']}/{r['labelled']} found, delays {r['delays']}, outside {r['samples_outside']}"
+        return (f"{r['found']}/{r['labelled']} found, delays {r['delays']}, "
+                f"outside {r['samples_outside']}")
     return f"{r['false_contacts']} ({100 * r['in_contact']:.0f}% in contact)"
 
 

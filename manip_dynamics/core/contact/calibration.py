@@ -19,25 +19,25 @@ on a prismatic joint):
   observer's own response (exp(-K_O dt): an error the model makes at time s shows in r
   as a first-order response of time constant 1 / K_O); u_i(t) in [0, 1] says that joint
   i's friction is not known (the friction band): 1 when the sign of qd_i changed since the
-  last sample (a Coulomb term coulomb_i sign(qd_i) jumps by up to 2 coulomb_i, e.g. qd
-  flickering between 0 and +-1e-4 rad/s at rest) and while the joint stays at rest after
-  that (stiction holds any torque in the band), decaying like the observer's response
-  once the joint moves. The coefficients are the smallest (in mean over the stretch)
-  non-negative ones whose threshold covers |r_i - bias_i| on every sample of the stretch
-  (a linear programme per joint, :func:`_envelope`), with rest_i at least a tenth of
+  last sample (a Coulomb term jumps there; with the observer's ramp, ``slide_speed``,
+  it turns continuously but the real joint may stick), and held at 1 after a stop (the
+  joint slid faster than ``move_speed`` and now does not: stiction holds an unknown
+  torque) until the settling rule below; otherwise decaying like v. The coefficients
+  are the smallest (in mean over the stretch) non-negative ones whose threshold covers
+  |r_i - bias_i| on every sample of the stretch (a linear programme per joint,
+  :func:`_envelope`), with rest_i at least a tenth of
   the stretch's peak |r_i - bias_i| (a joint whose error the stretch shows only in motion
   would otherwise get rest_i = 0: no margin for the current's noise at rest).
 
 At rest (:class:`MotionThresholds`' settling rule): when every joint has stayed below
 ``rest_speed`` and every r_i has stayed within a band of the enter threshold at rest,
 margin x rest_i, for ``settle`` s (a level that moves less could not be told from a
-contact anyway),
-the bias takes the mean residual of that window and u = 0: the torque a joint's
-stiction holds (on the UR10e up to 13 N m away from gravity after a push, with qd = 0)
+contact anyway), the bias takes the mean residual of that window and u = 0: the torque
+a joint's stiction holds (on the UR10e up to 13 N m away from gravity after a push, with qd = 0)
 is then no contact, and the threshold at rest is rest_i (what the arm's current noise
 and model error give while it stands still), not the friction band. A push at rest is
 judged on its change from the settled level. The price: a load held perfectly still
-(no joint moving above ``rest_speed``, the residual steady within rest_i) for
+(no joint moving above ``rest_speed``, the residual steady within margin x rest_i) for
 ``settle`` s becomes the new level, and a contact ends by that rule at the latest
 ``settle`` s after the torque stopped changing.
 

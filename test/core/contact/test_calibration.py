@@ -55,7 +55,7 @@ def test_the_envelope_recovers_a_threshold_linear_in_the_speed():
     b = abs(cal.bias[0])
     assert 0 < b < 0.02
     assert (cal.rest[0], cal.speed[0]) == pytest.approx((0.5 + b, 1.0), rel=1e-6)
-    assert cal.accel[0] == pytest.approx(0.0, abs=1e-6) and cal.band[0] == pytest.approx(0.0, abs=1e-6)
+    assert (cal.accel[0], cal.band[0]) == pytest.approx((0.0, 0.0), abs=1e-6)
     assert cal.rest[1] == pytest.approx(0.05 + abs(cal.bias[1]), rel=1e-6)
 
 

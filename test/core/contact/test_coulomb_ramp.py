@@ -72,3 +72,33 @@ def test_the_ramp_removes_most_of_the_flicker(panda):
     with_ramp = np.abs(flicker_residual(panda, SLIDE)[0]).max()
     print(with_sign, with_ramp)
     assert with_ramp < with_sign / 20
+
+
+def test_motion_thresholds_are_the_same_on_the_node_path(panda):
+    """ContactMonitor with a calibration in mode "motion" and the Coulomb ramp: update_terms
+    (the node's fused path on compute_all's terms) gives update's enter thresholds,
+    contact flags and bias on every sample of a recorded stream with a push (the
+    residuals to round-off of p and C^T qd, test_observer_terms' bound)."""
+    from manip_dynamics.core.contact.calibration import ContactCalibration
+    from manip_dynamics.rules.contact_monitor import ContactMonitor, ObserverOptions
+
+    t, q, qd, tau = stream(panda, "recorded", seed=11)
+    good = np.isfinite(tau).all(axis=1)
+    t, q, qd, tau = t[good], q[good], 0.2 * qd[good], tau[good]
+    n = panda.n
+    cal = ContactCalibration(panda.joint_names, (50.0,) * n, (0.1,) * n, (3.0,) * n,
+                             (0.5,) * n, (0.4,) * n, (0.01,) * n, (1.0,) * n, settle=0.05,
+                             rest_speed=0.05)
+    opts = ObserverOptions(friction=True, slide_speed=(SLIDE,), thresholds="motion")
+    a, b = (ContactMonitor(panda, opts, panda.default_tip, cal) for _ in range(2))
+    contacts = 0
+    for k in range(len(t)):
+        ra = a.update(t[k], q[k], qd[k], tau[k])
+        terms, mom = panda.compute_all(q[k], qd[k], panda.default_tip, momentum=True)
+        rb = b.update_terms(t[k], q[k], qd[k], tau[k], terms, mom)
+        np.testing.assert_array_equal(a.detector.enter, b.detector.enter)
+        np.testing.assert_allclose(rb.residual, ra.residual, rtol=0, atol=1e-9)
+        assert rb.in_contact == ra.contact.in_contact
+        np.testing.assert_allclose(b.observer.bias, a.observer.bias, rtol=0, atol=1e-9)
+        contacts += ra.contact.in_contact
+    assert 0 < contacts < len(t)               # the push is seen, not everywhere
