@@ -203,6 +203,7 @@ def align_pair(unloaded, loaded, max_mismatch=0.02):
 
     lag = scipy.optimize.minimize_scalar(lambda x: mismatch(x)[0], bounds=(lag0 - dt, lag0 + dt),
                                          method="bounded", options={"xatol": 1e-6 * dt}).x
+    lag = min((lag0, lag), key=lambda x: mismatch(x)[0])   # a whole-sample lag: no interpolation
     rms, inside = mismatch(lag)
     if not rms <= max_mismatch:
         raise InputError(f"the loaded run does not follow the unloaded run's path: q differs "
