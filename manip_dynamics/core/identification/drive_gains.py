@@ -177,22 +177,18 @@ def _interpolate(samples, t):
 def align_pair(unloaded, loaded, max_mismatch=0.02):
     """The loaded run shifted in time onto the unloaded one.
 
-    unloaded, loaded: Samples of the same excitation (each on its own clock). The lag is
-    the integer sample shift that maximises the cross-correlation of qd (summed over
-    joints), refined to the shift in [-1, 1] samples around it minimising the RMS of q_l - q_u
-    (bounded scalar search). -> (unloaded restricted to the overlap, loaded interpolated at
-    those times, lag s (loaded time = unloaded time - t_u0 + t_l0 + lag), RMS q mismatch
-    rad). InputError when the mismatch exceeds ``max_mismatch`` rad: not the same path."""
+    unloaded, loaded: Samples of the same excitation (each on its own clock). On a grid of
+    the unloaded run's median step, the whole-sample shift minimising the mean of
+    |q_l - q_u|^2 over the overlap (at least half the shorter run; the cross term by FFT
+    correlation, the squares by cumulative sums), then the shift within one step of it that
+    minimises the RMS of q_l - q_u (bounded scalar search; the whole-sample shift kept if
+    better). -> (unloaded restricted to the overlap, loaded interpolated at those times,
+    lag s (loaded time = unloaded time - t_u0 + t_l0 + lag), RMS q mismatch rad).
+    InputError when the mismatch exceeds ``max_mismatch`` rad: not the same path."""
     import scipy.optimize
-    import scipy.signal
     tu, tl = unloaded.t - unloaded.t[0], loaded.t - loaded.t[0]
     dt = float(np.median(np.diff(tu)))
-    grid = np.arange(0.0, tl[-1], dt)
-    ql = np.stack([np.interp(grid, tl, c) for c in loaded.qd.T], 1)
-    qu = np.stack([np.interp(np.arange(0.0, tu[-1], dt), tu, c) for c in unloaded.qd.T], 1)
-    corr = sum(scipy.signal.correlate(ql[:, j] - ql[:, j].mean(), qu[:, j] - qu[:, j].mean())
-               for j in range(ql.shape[1]))
-    lag0 = (int(np.argmax(corr)) - (len(qu) - 1)) * dt
+    lag0 = _whole_sample_lag(tu, unloaded.q, tl, loaded.q, dt)
 
     def mismatch(lag):
         inside = (tu + lag >= 0) & (tu + lag <= tl[-1])
@@ -212,6 +208,26 @@ def align_pair(unloaded, loaded, max_mismatch=0.02):
                          "load")
     u = unloaded[np.nonzero(inside)[0]]
     return u, _interpolate(loaded, tu[inside] + lag + loaded.t[0]), float(lag), rms
+
+
+def _whole_sample_lag(tu, qu, tl, ql, dt):
+    """The shift L dt (s) minimising mean |q_l(t + L dt) - q_u(t)|^2 over the overlap of the
+    two runs resampled every dt, among overlaps of at least half the shorter run."""
+    import scipy.signal
+    U = np.stack([np.interp(np.arange(0.0, tu[-1] + 0.5 * dt, dt), tu, c) for c in qu.T], 1)
+    L = np.stack([np.interp(np.arange(0.0, tl[-1] + 0.5 * dt, dt), tl, c) for c in ql.T], 1)
+    nu, nl = len(U), len(L)
+    cross = sum(scipy.signal.correlate(L[:, j], U[:, j], mode="full") for j in range(U.shape[1]))
+    lags = np.arange(len(cross)) - (nu - 1)               # loaded index = unloaded index + lag
+    start, end = np.maximum(0, -lags), np.minimum(nu, nl - lags)
+    count = end - start
+    cu = np.concatenate([[0.0], np.cumsum((U ** 2).sum(1))])
+    cl = np.concatenate([[0.0], np.cumsum((L ** 2).sum(1))])
+    ok = count >= max(8, min(nu, nl) // 2)
+    start, end, count = start[ok], end[ok], count[ok]
+    sq = (cu[end] - cu[start]) + (cl[end + lags[ok]] - cl[start + lags[ok]])
+    mse = (sq - 2 * cross[ok]) / count
+    return float(lags[ok][int(np.argmin(mse))] * dt)
 
 
 def _difference_gains(Yf, di, mass, n):
