@@ -131,10 +131,18 @@ def _run_blocks(model, base, samples, frame, columns, keep):
     return W, E, Yf, samples.tau[keep], np.nonzero(keep)[1]
 
 
+def _lstsq(A, b):
+    """argmin |A x - b| for A of full column rank, from the R factor of the QR of [A b] (Q
+    never formed; numpy's SVD-based lstsq took 20x longer here)."""
+    p = A.shape[1]
+    R = np.linalg.qr(np.column_stack([A, b]), mode="r")
+    return scipy.linalg.solve_triangular(R[:p, :p], R[:p, p])
+
+
 def _weighted_ls(A, b, joint, n):
     """(x, covariance, sigma_joint (n,), condition number) of min |A x - b|, rows weighted by
     1 / sigma_j of their joint (sigma_j: the joint's RMS residual of the ordinary LS)."""
-    x0 = np.linalg.lstsq(A, b, rcond=None)[0]
+    x0 = _lstsq(A, b)
     r2 = np.bincount(joint, (A @ x0 - b) ** 2, minlength=n)
     count = np.maximum(np.bincount(joint, minlength=n), 1)
     sigma = np.sqrt(r2 / count)
@@ -239,12 +247,12 @@ def _difference_gains(Yf, di, mass, n):
     P, b, y0 = Yf[:, :, 1:].reshape(-1, 9), Yf[:, :, 0].ravel() * mass, di.ravel()
     A = np.zeros((N * n, 9 + n))                  # k_j di_j - Yf_j' p = Yf_j,m m_L
     A[:, :9], A[np.arange(N * n), 9 + joint] = -P, y0
-    k = np.linalg.lstsq(A, b, rcond=None)[0][9:]
+    k = _lstsq(A, b)[9:]
 
     def project(k, s):                           # residual (di - Yf pi / k) / s, p eliminated
         w = 1.0 / (k[joint] * s[joint])
         y = y0 / s[joint] - b * w
-        p = np.linalg.lstsq(P * w[:, None], y, rcond=None)[0]
+        p = _lstsq(P * w[:, None], y)
         return y - (P * w[:, None]) @ p, p
 
     s = np.ones(n)
