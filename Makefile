@@ -189,16 +189,25 @@ bench: setup
 		$(DOMAIN) timeout --signal=INT --kill-after=15 $(BENCH_TIMEOUT) $(PY) "$$s"; \
 	done
 
-# 1. The venv with the pinned dependencies. An existing venv is reused: pip only installs
-#    what is missing or differs from the pins.
+# 1. The venv with the pinned dependencies. An existing venv is reused: only what is
+#    missing or differs from the pins is installed. The installer is uv (pinned, installed
+#    into the venv by pip first): the same wheels as pip in a third of the time (53 s
+#    against 174 s for a fresh venv here); modules are compiled to bytecode when first
+#    imported, not all 40 000 at install. Should uv fail (e.g. a machine that reaches
+#    wheels only through pip's own configuration: uv does not read pip.conf), pip does
+#    the same install.
+UV_PIN := uv==0.13.9
+PIP_QUIET := -q --progress-bar off --disable-pip-version-check
 $(STAMPS)/venv: requirements.txt constraints.txt
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info[:2] == (3, 11) else "the ROS 2 Kilted wheels need CPython 3.11; set PYTHON=python3.11")'
 	@mkdir -p $(dir $(VENV_ABS))
 	@echo "python venv $(VENV_ABS): installing the pinned requirements"
 	@$(TIMED) $(LOCK) bash -euc '\
 		if [ ! -x "$(PY)" ]; then $(PYTHON) -m venv "$(VENV_ABS)"; fi; \
-		"$(PY)" -m pip install -q --progress-bar off --disable-pip-version-check \
-			-r requirements.txt -c constraints.txt'
+		if "$(PY)" -m pip install $(PIP_QUIET) "$(UV_PIN)" && "$(PY)" -m uv pip install \
+			--python "$(PY)" --quiet -r requirements.txt -c constraints.txt; then :; else \
+			echo "uv did not install the requirements: pip installs them"; \
+			"$(PY)" -m pip install $(PIP_QUIET) -r requirements.txt -c constraints.txt; fi'
 	@mkdir -p $(STAMPS) && touch $@
 
 # 2. manip_dynamics_interfaces, generated with cmake and installed into the venv prefix.

@@ -7,7 +7,9 @@ RECORDING: a rosbag2 MCAP file, or the bag directory ``ros2 bag record -s mcap
 sensor_msgs/JointState on ``--topic`` (position and effort required, velocity optional), or
 :func:`manip_dynamics.core.identification.recording.write_joint_states`. Writes the identified URDF
 (same links and joints, new ``<inertial>`` and ``<dynamics>`` values), a JSON report next to it
-(``--report``) and a plot of measured against predicted torques (``--plot``). A CSV log
+(``--report``), the dynamics side file beside it (``IDENTIFIED.dynamics.yaml``: the
+identified armature and friction model, the drive gains; docs/side_file.md) and a plot of
+measured against predicted torques (``--plot``). A CSV log
 (a real arm's logger) is read through a column map (``--columns MAP.yaml`` and/or
 ``--csv-map t=1,q=2:7,...``; 1-based columns), ``--rows FIRST:LAST`` its window; its bad
 rows are skipped and reported (docs/identification.md section 14). ``--drive-gains``
@@ -79,6 +81,15 @@ def _parser():
                         "(arm_simulator: half its publish period); they are interpolated back "
                         "to the stamps (default 0)")
     p.add_argument("--no-friction", action="store_true", help="do not identify friction")
+    p.add_argument("--friction-model", default="symmetric",
+                   choices=("symmetric", "asymmetric", "offset", "asymmetric+offset"),
+                   help="viscous + Coulomb (symmetric, default), Coulomb per direction "
+                        "(asymmetric), + a constant offset (offset), or both")
+    p.add_argument("--friction-width", metavar="W or W1,...,Wn", default=None,
+                   help="rad/s: the smooth sign tanh(qd / W) in place of sign(qd) (one width, "
+                        "or one per joint; default 0: sign)")
+    p.add_argument("--no-armature", action="store_true",
+                   help="do not identify the joints' armature (reflected rotor inertia)")
     p.add_argument("--unconstrained", action="store_true",
                    help="write the weighted-LS estimate closest to the URDF instead of the "
                         "physically consistent fit (may not be a real body)")
@@ -214,30 +225,37 @@ def run(args):
 
     prior_xml = load_description(args.urdf, args.xacro_arg, args.package_path)
     model = RobotModel.from_urdf_string(prior_xml, root_link=args.root_link)
+    if args.friction_width is not None:
+        model = model.with_friction(width=_widths(args.friction_width, model.n))
     gains = None
-    if args.estimate_drive_gains is not None:
+    if args.estimate_drive_gains is not None:      # then written to the side file as given
         gains = estimate_gains(args, model)
         args.drive_gains = ",".join(repr(float(k)) for k in gains["gain"])
     fit, held, rows = load_samples(args, model)
-    friction = not args.no_friction
+    friction = False if args.no_friction else args.friction_model
+    armature = not args.no_armature
     t0 = time.perf_counter()
-    base = base_parameters(model, friction)
+    base = base_parameters(model, friction, armature=armature)
     _log(f"{base.count} base parameters of {len(base.names)} "
          f"(gap {base.r_kept:.2g} kept / {base.r_dropped:.2g} dropped); "
          + ("weighted least squares" if args.unconstrained else
             "weighted least squares, then the physically consistent fit"))
     result = identify(model, fit, friction, consistent=not args.unconstrained, base=base,
                       min_speed=args.min_speed, progress=Progress("regressor"),
-                      tolerance=args.residual_tolerance)
-    xml, notes = identified_urdf(prior_xml, model, result.pi, friction)
+                      tolerance=args.residual_tolerance, armature=armature)
+    xml, notes = identified_urdf(prior_xml, model, result.pi, friction, armature)
     with open(args.out, "w", encoding="utf-8") as f:
         f.write(xml)
+    side = _write_side_file(args, model, result, notes)
     bodies, problems = _check_written(xml, prior_xml, model, args.root_link)
     data = held if len(held) else fit
-    before, after = _predictions(model, xml, args.root_link, result, data, notes)
+    before, after = _predictions(model, xml, args.root_link, result, data, notes, side)
     report = _report(model, result, fit, held, before, after, notes,
                      time.perf_counter() - t0)
     report["rms_unconstrained"] = _rms_unconstrained(model, result, data)
+    report.update(side_file=str(side), armature=_armature_report(model, result),
+                  friction_model=result.friction or None,
+                  friction_width=model.friction_width.tolist())
     report.update(recording=args.recording, urdf=args.urdf, out=args.out, cutoff_hz=args.cutoff,
                   residual_tolerance=args.residual_tolerance,
                   written_bodies=[vars(b) for b in bodies],
@@ -245,7 +263,7 @@ def run(args):
     for warning in report["warnings"]:
         _log("WARNING: " + warning)
     if gains is not None:
-        gains["side_file"] = str(_write_side_file(args, xml, model, gains["gain"]))
+        gains["side_file"] = str(side)
         report["drive_gains"] = gains
     if rows is not None:
         report["csv_rows"] = rows.as_dict()
@@ -323,20 +341,63 @@ def estimate_gains(args, model):
             "payload_com_estimated": back.payload_com.tolist()}
 
 
-def _write_side_file(args, xml, model, gain):
-    """The side file beside --out (docs/side_file.md) with the estimated drive gains, and the
-    written URDF's own friction (the prior's if it does not load): the file replaces a
-    joint's friction, so it must carry the identified one."""
-    from .core import ManipDynamicsError, RobotModel
-    from .core.dynamics.side_file import side_file_beside, write_side_file
+def _widths(text, n):
+    """--friction-width: one width or n, >= 0 (rad/s)."""
+    from .core.identification.csv_log import ColumnMapError
     try:
-        written = RobotModel.from_urdf_string(xml, root_link=args.root_link)
-    except ManipDynamicsError:
-        written = model
-    return write_side_file(side_file_beside(args.out), written, gain,
-                           comment=f"drive gains estimated from {args.estimate_drive_gains[0]} "
-                                   f"and {args.estimate_drive_gains[1]} "
-                                   f"({args.payload_mass} kg load)")
+        widths = [float(x) for x in text.split(",")]
+    except ValueError:
+        raise ColumnMapError(f"--friction-width {text!r}: numbers separated by commas "
+                             "expected") from None
+    if len(widths) not in (1, n) or not all(np.isfinite(w) and w >= 0 for w in widths):
+        raise ColumnMapError(f"--friction-width {text!r}: one width or {n}, each finite and "
+                             ">= 0 (rad/s; 0: sign(qd))")
+    return widths[0] if len(widths) == 1 else widths
+
+
+def _write_side_file(args, model, result, notes):
+    """The side file beside --out (side_file_beside): the model's armature and friction with
+    the identified ones (pipeline.identified_model; negative estimates as 0, noted) and the
+    drive gains of --drive-gains / the column map (1 if none). -> its path."""
+    from .core.dynamics.side_file import side_file_beside, write_side_file
+    from .core.identification.pipeline import identified_model
+    identified, more = identified_model(model, result.pi, result.friction, result.armature)
+    notes.extend(more)
+    gains = _drive_gains_used(args, model)
+    fit = "consistent" if result.consistent else "least-squares"
+    comment = (f"identified by manip_dynamics.identify ({fit} fit, friction "
+               f"{result.friction or 'not identified'}, armature "
+               f"{'identified' if result.armature else 'not identified'}) from "
+               f"{os.path.basename(args.recording)}")
+    if args.estimate_drive_gains is not None:
+        comment += (f"\ndrive gains estimated from {os.path.basename(args.estimate_drive_gains[0])}"
+                    f" and {os.path.basename(args.estimate_drive_gains[1])} (a "
+                    f"{args.payload_mass} kg load)")
+    if result.inseparable_armature:
+        comment += ("\narmature not separable from the link inertias (takes what the URDF's "
+                    "link does not hold): " + ", ".join(result.inseparable_armature))
+    return write_side_file(side_file_beside(args.out), identified, gains, comment=comment)
+
+
+def _drive_gains_used(args, model):
+    """(n,) the drive gains the efforts were multiplied by (None: 1)."""
+    if args.drive_gains is not None:
+        return np.asarray(_gains(args.drive_gains, model.n))
+    if is_csv(args):
+        gains = column_map(args).drive_gains
+        if gains is not None and len(gains) == model.n:
+            return np.asarray(gains, dtype=float)
+    return None
+
+
+def _armature_report(model, result):
+    """{joint: armature} as written (kg m^2), and which joints are inseparable."""
+    from .core.identification.regressor import term_values
+    if not result.armature:
+        return None
+    values = term_values(model, result.pi, result.friction, True)["armature"]
+    return {"values": dict(zip(model.joint_names, np.maximum(values, 0.0).tolist())),
+            "inseparable": list(result.inseparable_armature)}
 
 
 def _check_written(xml, prior_xml, model, root_link):
@@ -353,28 +414,35 @@ def _rms_unconstrained(model, result, data):
     2.07 N m its URDF gives)."""
     from .core.identification.pipeline import Samples, predicted_torques, rms_error
     plain = Samples(data.t, data.q, data.qd, data.qdd, data.tau)
+    friction = result.friction or True
     pi = _with_friction(model, result, result.pi_unconstrained)
-    return rms_error(predicted_torques(model, pi, plain, True), data.tau).tolist()
+    return rms_error(predicted_torques(model, pi, plain, friction, result.armature),
+                     data.tau).tolist()
 
 
-def _predictions(model, xml, root_link, result, data, notes):
-    """(tau of the URDF, tau of the identified URDF) over ``data``; if the identified URDF
-    does not load (an unconstrained estimate that is no real body), tau = Y pi instead."""
+def _predictions(model, xml, root_link, result, data, notes, side):
+    """(tau of the URDF, tau of the identified URDF with its side file ``side``, as the
+    dynamics node loads them) over ``data``; if the identified URDF does not load (an
+    unconstrained estimate that is no real body), tau = Y pi instead."""
     from .core import ManipDynamicsError, RobotModel
+    from .core.dynamics.side_file import load_side_file
     from .core.identification.pipeline import predicted_torques
 
     before = model.inverse_dynamics(data.q, data.qd, data.qdd, friction=True)
     try:
         identified = RobotModel.from_urdf_string(xml, root_link=root_link)
+        identified = load_side_file(side, identified).model
         after = identified.inverse_dynamics(data.q, data.qd, data.qdd, friction=True)
     except ManipDynamicsError as e:
         notes.append(f"the identified URDF does not load ({e}); torques predicted as Y pi")
-        after = predicted_torques(model, _with_friction(model, result, result.pi), data, True)
+        after = predicted_torques(model, _with_friction(model, result, result.pi), data,
+                                  result.friction or True, result.armature)
     return before, after
 
 
 def _with_friction(model, result, pi):
-    """pi with the friction coefficients (the URDF's if friction was not identified)."""
+    """pi with the friction coefficients (the URDF's symmetric ones if friction was not
+    identified)."""
     return pi if result.friction else np.concatenate([pi, model.viscous, model.coulomb])
 
 
@@ -464,6 +532,15 @@ def _print_summary(report):
     for name, b, u, a in zip(report["joint_names"], report["rms_before"],
                              report["rms_unconstrained"], report["rms_after"]):
         print(f"  {name:<24} {b:10.4g}   {u:13.4g}   {a:10.4g}")
+    if report.get("armature"):
+        insep = set(report["armature"]["inseparable"])
+        print("armature (kg m^2), written to the side file "
+              f"{report['side_file']}" + (" (*: not separable from the link's inertia)"
+                                          if insep else "") + ":")
+        for name, value in report["armature"]["values"].items():
+            print(f"  {name:<24} {value:10.4g}{' *' if name in insep else ''}")
+    else:
+        print(f"side file: {report['side_file']}")
     for note in report["notes"]:
         print("note:", note)
     for warning in report["warnings"]:

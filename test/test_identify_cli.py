@@ -89,7 +89,9 @@ def test_effort_delay_undoes_a_lag_of_the_efforts(tmp_path):
         assert identify.main([str(bag), "--urdf", robots.path("panda"), "--out", str(out),
                               "--unconstrained", "--no-plot", "--effort-delay", delay]) == 0
         report = json.loads((tmp_path / f"identified_{delay}.report.json").read_text())
-        rms[delay] = np.array(report["rms_after"])
+        # the fit's own error (Y pi): its URDF has bodies that are none, written as the
+        # nearest real ones (docs/identification.md section 6), which predict worse
+        rms[delay] = np.array(report["rms_unconstrained"])
     print(rms)
     assert np.linalg.norm(rms["0.005"]) < 0.5 * np.linalg.norm(rms["0"])
     with pytest.raises(SystemExit, match="effort-delay"):
@@ -263,6 +265,7 @@ def test_cli_identifies_the_real_ur10e_from_its_csv_log(tmp_path):
     import pinocchio as pin
 
     from shared_data import require_shared_data
+    from manip_dynamics.core.dynamics import load_side_file
     from manip_dynamics.core.identification import csv_log
     from manip_dynamics.core.identification.pipeline import filter_recording
     data = require_shared_data("ur10e-mamedov2020")
@@ -297,9 +300,13 @@ def test_cli_identifies_the_real_ur10e_from_its_csv_log(tmp_path):
     log = csv_log.read_csv_joint_states(data / "validation_data" / "ur-20_01_17-ptp_10_points.csv",
                                         columns, prior.joint_names)
     s = filter_recording(log.t, log.position, log.velocity, log.effort, cutoff=5.0)
+    side = load_side_file(tmp_path / "ur10e_identified.dynamics.yaml", identified)
+    assert np.array_equal(side.drive_gain, [float(k) for k in UR_GAINS.split(",")])
+    assert report["side_file"] == str(tmp_path / "ur10e_identified.dynamics.yaml")
+    assert (side.model.armature > 0).all() and side.model.armature[1] > 1.0
     rre = {name: 100 * np.linalg.norm(s.tau - m.inverse_dynamics(s.q, s.qd, s.qdd, friction=True),
                                       axis=0) / np.linalg.norm(s.tau, axis=0)
-           for name, m in (("urdf", prior), ("identified", identified))}
+           for name, m in (("urdf", prior), ("identified", side.model))}
     masses = [float(m) for m in re.findall(r'<mass value="([^"]+)"', out.read_text())]
     print("held-out RMS, N m: URDF", before.round(3), "identified", after.round(3),
           "\nvalidation rre %: URDF", rre["urdf"].round(1), "identified",

@@ -11,7 +11,8 @@ requirements are what it gets). Then
   manip_dynamics/core/extras.py is a distribution of the extra it names;
 * the README section's python blocks run here (the suite's venv, every extra installed),
   and in a fresh, isolated venv holding only the wheel and the core's dependencies
-  (installed by pip from the package index with the pins of constraints.txt): there the
+  (installed from the package index with the pins of constraints.txt, by uv as in
+  `make setup`, else by pip): there the
   blocks that need an extra raise MissingExtraError with the very ``pip install`` line the
   block opens with, and importing a ROS node, or running the demo, says ROS 2 is missing.
 
@@ -55,6 +56,23 @@ def _run(cmd, timeout=300, **kw):
                        timeout=timeout, **kw)
     assert r.returncode == 0, f"{cmd}\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}"
     return r
+
+
+def _install(python, wheel):
+    """The wheel and its dependencies at the pins of constraints.txt into the venv of
+    ``python``, from the package index, with the installer `make setup` uses (uv: it
+    reuses the wheels that set-up downloaded, where pip, whose cache set-up left empty,
+    fetches numpy, scipy, numba and llvmlite again); with pip where uv fails. Both
+    resolve the wheel's own metadata, which is what is tested. No .pyc of all scipy up
+    front (pip's 60% of the install's CPU time): what is imported is compiled on import."""
+    pins = ["-c", str(ROOT / "constraints.txt"), str(wheel)]
+    uv = subprocess.run([sys.executable, "-m", "uv", "pip", "install", "--quiet", "--python",
+                         str(python), *pins], stdin=subprocess.DEVNULL, capture_output=True,
+                        text=True, timeout=500)
+    if uv.returncode != 0:
+        print(f"uv did not install the wheel ({uv.stderr.strip()[-300:]}): pip installs it")
+        _run(PIP + ["--python", str(python), "install", "-q", "--progress-bar", "off",
+                    "--no-compile", *pins], timeout=500)
 
 
 def _package_xml(tag):
@@ -221,10 +239,7 @@ def test_wheel_in_fresh_venv(wheel, readme_here, tmp_path):
     venv = tmp_path / "venv"
     _run([sys.executable, "-m", "venv", "--without-pip", str(venv)])
     python = venv / "bin" / "python"
-    # --no-compile: no .pyc of all scipy up front (60% of the install's CPU time); what is
-    # imported is compiled on import
-    _run(PIP + ["--python", str(python), "install", "-q", "--progress-bar", "off",
-                "--no-compile", "-c", str(ROOT / "constraints.txt"), str(wheel)], timeout=500)
+    _install(python, wheel)
     t_install = time.monotonic() - t0
     site = Path(_run([str(python), "-I", "-c", "import sysconfig; "
                       "print(sysconfig.get_paths()['purelib'])"]).stdout.strip())

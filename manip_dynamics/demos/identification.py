@@ -143,7 +143,9 @@ def identify(bag, urdf, out_dir, log_dir):
     out = out_dir / 'identified.urdf'
     cmd = [sys.executable, '-m', 'manip_dynamics.identify', str(bag), '--urdf', str(urdf),
            '--out', str(out), '--effort-delay', repr(0.5 / RATE),
-           '--plot', str(out_dir / 'identified.torques.png')]
+           '--plot', str(out_dir / 'identified.torques.png'),
+           '--no-armature']   # the plant has no rotors, the node takes the URDF alone
+                              # (robot_description: no side file beside it)
     with open(log_dir / 'identify.log', 'wb') as log:
         subprocess.run(cmd, check=True, stdout=log, stderr=subprocess.STDOUT, timeout=600)
     report = json.loads((out_dir / 'identified.report.json').read_text())

@@ -73,6 +73,9 @@ def _parser():
                    help="seconds for the derivation and the printing (default 300)")
     p.add_argument("--max-joints", type=int, default=MAX_JOINTS,
                    help=f"refuse chains with more coordinates (default {MAX_JOINTS})")
+    p.add_argument("--dynamics-file", metavar="ARM.dynamics.yaml", default=None,
+                   help="a dynamics side file (docs/side_file.md): its armature (M + "
+                        "diag(Ia)) and friction replace the URDF's (default: none)")
     p.add_argument("--prefix", help="C function prefix (default: the robot's name)")
     p.add_argument("--output", "-o", help="write here instead of stdout")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
@@ -144,7 +147,8 @@ def main(argv=None):
         with Budget(args.time_limit, None if args.quiet else _Progress()) as budget:
             eq = derive(xml, simplify=args.simplify, budget=budget, tip=args.tip,
                         joints=args.joints, gravity=args.gravity,
-                        symbolic_parameters=args.symbolic_parameters, max_joints=args.max_joints)
+                        symbolic_parameters=args.symbolic_parameters, max_joints=args.max_joints,
+                        side_file=args.dynamics_file)
             text = _render(args, eq, budget)
             budget.step("done")
     except ManipDynamicsError as e:

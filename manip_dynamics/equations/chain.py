@@ -18,7 +18,11 @@ Names (``i`` = body index from 1, in chain order):
                         the length of link i (``l_0``: joint 1 from the root); one symbol
                         when only one component is nonzero
 ``b_i``, ``fc_i``       viscous (N m s/rad or N s/m) and Coulomb (N m or N) friction of
-                        coordinate i, when the URDF gives ``<dynamics damping friction>``
+                        coordinate i, when the URDF (or the side file) gives them
+``fcn_i``, ``f0_i``     its Coulomb friction for qd < 0 (when the side file's differs) and
+                        offset (N m or N), from a side file
+``Ia_i``                armature of coordinate i (reflected rotor inertia, kg m^2 or kg:
+                        M + diag(Ia)), from a side file or ``armature=``
 ``g_0``                 magnitude of gravity (m/s^2), along the given gravity direction
 
 Limits, as errors of :mod:`manip_dynamics.core.errors` that name the limit: a branching tree
@@ -82,6 +86,10 @@ class Chain:
     viscous: tuple
     coulomb: tuple
     values: dict = field(default_factory=dict)
+    armature: tuple = ()              # (n sympy) per coordinate; () = none
+    coulomb_negative: tuple = ()      # () = coulomb (symmetric)
+    offset: tuple = ()                # () = none
+    width: tuple = ()                 # floats; () or 0 = sign(qd), else tanh(qd / width)
 
     @property
     def n(self):
@@ -187,14 +195,19 @@ def _numbers(M):
 
 
 def serial_chain(xml, tip=None, joints=None, gravity=(0.0, 0.0, -9.81),
-                 symbolic_parameters=False, max_joints=MAX_JOINTS, root_link=None):
+                 symbolic_parameters=False, max_joints=MAX_JOINTS, root_link=None,
+                 armature=None, side_file=None):
     """Parse ``xml`` (URDF text) with the core's parser and build the :class:`Chain` root ->
     ``tip`` (default: the core's default tip, the leaf of the longest chain).
 
     joints: the coordinates to keep (others locked at q = 0); None = every moving joint.
     symbolic_parameters: nonzero masses, coms, inertias, link offsets, friction and the
-    gravity magnitude as symbols (values in ``Chain.values``), else as numbers."""
+    gravity magnitude as symbols (values in ``Chain.values``), else as numbers.
+    side_file: a dynamics side file (docs/side_file.md) whose armature and friction replace
+    the URDF's (InputError naming the file and field if it is bad); armature: a mapping
+    {joint: kg m^2} or a sequence in the model's joint order (after the side file's)."""
     structure = parse_urdf(xml, root_link)
+    structure, model = _with_side_terms(structure, side_file, armature)
     tip = structure.default_tip if tip is None else tip
     path = _chain_path(structure, tip)
     coords = _check_joints(structure, path, joints, max_joints)
@@ -212,11 +225,34 @@ def serial_chain(xml, tip=None, joints=None, gravity=(0.0, 0.0, -9.81),
             mass=namer.scalar(f"m_{k}", inert[0]), com=namer.vector(f"r_c{k}", inert[1:4]),
             I_com=namer.inertia(f"I_{k}", inert[4:13].reshape(3, 3))))
     name = ET.fromstring(xml).get("name") or structure.root_link    # parsed above: valid XML
-    return _finish(structure, name, bodies, coords, tip, path, gravity, namer)
+    return _finish(structure, model, name, bodies, coords, tip, path, gravity, namer)
 
 
-def _finish(structure, name, bodies, coords, tip, path, gravity, namer):
-    """The Chain: tip frame, gravity, friction of the coordinates."""
+def _with_side_terms(structure, side_file, armature):
+    """(structure, a RobotModel of it carrying the side file's armature and friction, then
+    ``armature``)."""
+    from ..core.dynamics.model import RobotModel
+    from ..core.dynamics.side_file import load_side_file
+    model = RobotModel(structure)
+    if side_file is not None:
+        model = load_side_file(side_file, model).model
+    if armature is not None:
+        if isinstance(armature, dict):
+            unknown = [j for j in armature if j not in model.joint_names]
+            if unknown:
+                raise InputError(f"armature: unknown joint {unknown[0]!r}; the model's joints: "
+                                 + ", ".join(model.joint_names))
+            values = model.armature.copy()
+            for j, v in armature.items():
+                values[model.joint_names.index(j)] = v
+            armature = values
+        model = model.with_armature(armature)
+    return structure, model
+
+
+def _finish(structure, model, name, bodies, coords, tip, path, gravity, namer):
+    """The Chain: tip frame, gravity, armature and friction of the coordinates (``model``:
+    the RobotModel carrying the side file's terms)."""
     tb, X = structure.frames[tip]
     X_tip = sp.eye(4)
     X_tip[:3, :3] = _numbers(X[:3, :3])
@@ -230,11 +266,22 @@ def _finish(structure, name, bodies, coords, tip, path, gravity, namer):
     else:
         gravity = sp.Matrix([sp.Float(x) if x else sp.S.Zero for x in gvec])
     q_of = {structure.joint_names[i]: i for i in range(len(structure.joint_names))}
-    viscous = tuple(namer.scalar(f"b_{i + 1}", structure.viscous[q_of[j]])
-                    for i, j in enumerate(coords))
-    coulomb = tuple(namer.scalar(f"fc_{i + 1}", structure.coulomb[q_of[j]])
-                    for i, j in enumerate(coords))
+
+    def per_coordinate(stem, values):
+        return tuple(namer.scalar(f"{stem}_{i + 1}", values[q_of[j]])
+                     for i, j in enumerate(coords))
+
+    viscous = per_coordinate("b", model.viscous)
+    coulomb = per_coordinate("fc", model.coulomb)
+    negative = tuple(c if model.coulomb[q_of[j]] == model.coulomb_negative[q_of[j]] else
+                     namer.scalar(f"fcn_{i + 1}", model.coulomb_negative[q_of[j]])
+                     for i, (j, c) in enumerate(zip(coords, coulomb)))
     return Chain(name=name, bodies=tuple(bodies), joint_names=tuple(coords),
                  tip=tip, tip_body=path.index(tb) if tb >= 0 else -1, X_tip=X_tip,
-                 gravity=gravity, viscous=viscous, coulomb=coulomb, values=dict(namer.values))
+                 gravity=gravity, viscous=viscous, coulomb=coulomb,
+                 armature=per_coordinate("Ia", model.armature),
+                 coulomb_negative=negative,
+                 offset=per_coordinate("f0", model.friction_offset),
+                 width=tuple(float(model.friction_width[q_of[j]]) for j in coords),
+                 values=dict(namer.values))
 

@@ -12,7 +12,11 @@ frame's origin in ROOT axes, ``J`` (6, n) its Jacobian ``[v; w]`` in root axes.
 * Christoffel symbols ``c_ijk = 1/2 (dM_ij/dq_k + dM_ik/dq_j - dM_jk/dq_i)``,
   ``C_ij = sum_k c_ijk qd_k`` (so dM/dt - 2C is skew-symmetric).
 * ``g = dP/dq``, ``P = -sum_i m_i g_vec^T p_ci`` (zero at the root origin).
-* ``tau_fr = b qd + fc sign(qd)`` from ``<dynamics damping friction>``.
+* the armature ``Ia`` (a side file's, or ``armature=``): ``M + diag(Ia)``.
+* ``tau_fr = b qd + fc sign(qd)`` from ``<dynamics damping friction>``; with a side file
+  its friction model (core ``friction_torque``): ``b qd + c(qd) s(qd) + f0``, c = fc for
+  qd > 0, fcn for qd < 0 (a Piecewise where they differ), s = tanh(qd / width) where the
+  width is > 0, else sign(qd).
 
 Rotations are multiplied with the sin/cos products of parallel axes folded into sines and
 cosines of sums (sympy's ``fu`` rule TR10i: ``c1 c2 - s1 s2 -> cos(q1 + q2)``) as they are
@@ -224,6 +228,16 @@ def _tip_jacobian(chain, q, poses, Jws):
     return sp.Matrix.vstack(p_tip.jacobian(q), Jws[chain.tip_body])
 
 
+def _friction(chain, i, v):
+    """tau_fr of coordinate i at qd = v (module docstring)."""
+    width = chain.width[i] if chain.width else 0.0
+    s = sp.tanh(v / sp.Float(width)) if width > 0 else sp.sign(v)
+    c = chain.coulomb[i]
+    if chain.coulomb_negative and chain.coulomb_negative[i] != c:
+        c = sp.Piecewise((c, v > 0), (chain.coulomb_negative[i], True))
+    return chain.viscous[i] * v + c * s + (chain.offset[i] if chain.offset else 0)
+
+
 def derive(chain_or_xml, simplify=False, time_limit=None, progress=None, budget=None,
            **chain_options):
     """Equations of ``chain_or_xml`` (a :class:`Chain` or URDF text; ``chain_options`` go to
@@ -242,6 +256,8 @@ def derive(chain_or_xml, simplify=False, time_limit=None, progress=None, budget=
     with Budget(time_limit, progress) if budget is None else nullcontext(budget) as budget:
         poses, Jws = _forward(chain, q, budget)
         M, coms = _mass_matrix(chain, q, poses, Jws, budget)
+        for i, a in enumerate(chain.armature):
+            M[i, i] += a
         if simplify:
             M = _simplify_entries(M, budget, "simplifying M", symmetric=True)
         c = christoffel_symbols(M, q, budget)
@@ -254,8 +270,7 @@ def derive(chain_or_xml, simplify=False, time_limit=None, progress=None, budget=
         J = _tip_jacobian(chain, q, poses, Jws)
         budget.step("done")
     F = sp.Matrix(sp.symbols("f_x f_y f_z n_x n_y n_z", real=True))
-    tau_fr = sp.Matrix([b * v + f * sp.sign(v) for b, f, v in
-                        zip(chain.viscous, chain.coulomb, qd)])
+    tau_fr = sp.Matrix([_friction(chain, i, v) for i, v in enumerate(qd)])
     return Equations(chain=chain, q=q, qd=qd, M=M, christoffel=c, C=C, Cqd=Cqd, g=g,
                      tau_fr=tau_fr, J=J, F=F, JTF=J.T * F,
                      simplified=bool(simplify))

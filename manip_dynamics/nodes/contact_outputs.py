@@ -104,6 +104,15 @@ class ContactOutputs:
             self.torques_pub, self.wrench_pub, self.contact_pub))
         self._switches = None             # the Snapshot.contact_outputs _gates are for
         self._gates = ()
+        # the contact calibration in force (nodes.contact_calibration.InForce or None), the
+        # (monitor, calibration) it was last applied as, and the run collecting
+        # samples for a new one (rules.calibration_run.CalibrationRun or None) with the
+        # callable told when a run completes (on this thread)
+        self.calibration = None
+        self._applied = (None, None)
+        self.run = None
+        self.on_run_complete = None
+        self._last_qd = None              # qd of the last sample integrated (a copy)
         # on the node's own thread (they change the observer the states update), with the
         # request queue of the other services
         node.create_service(Trigger, "~/reset_observer", self._on_reset,
@@ -156,10 +165,12 @@ class ContactOutputs:
             if monitor is None or snapshot is not self._monitor_snapshot:
                 monitor = self._monitor_for(snapshot)     # (the same snapshot: the same)
                 self._monitor_snapshot = snapshot
+            if self._applied[0] is not monitor or self._applied[1] is not self.calibration:
+                self._apply_calibration(monitor)
             try:
                 if qd is None:
                     raise InputError("no velocities: the observer needs qd (p = M(q) qd)")
-                tau = self._effort(snapshot.model, msg)
+                tau = self._effort(snapshot.model, msg, snapshot.drive_gain)
                 if momentum is None or terms is None:
                     terms, momentum = snapshot.model.compute_all(q, qd, snapshot.tip_frame,
                                                                  momentum=True)
@@ -180,7 +191,84 @@ class ContactOutputs:
                           f"observer: {live.event.replace('_', ' ')} at stamp "
                           f"{monitor.absolute(t):.6f} s (observer.max_gap "
                           f"{options.max_gap} s, observer.gap {options.gap})")
+            last = self._last_qd
+            if last is None or last.shape != qd.shape:
+                last = self._last_qd = np.empty_like(qd, dtype=np.float64)
+            last[:] = qd
+            if self.run is not None:
+                self._collect(snapshot, monitor, live, q, qd, stamp)
             self._publish(snapshot, header, monitor, q, qd, live)
+
+    # ------------------------------------------------------------------ calibration
+    def start_run(self, run) -> bool:
+        """Collect the observer's samples into ``run`` from the next state on; False (and
+        nothing started) while another run collects."""
+        with self._lock:
+            if self.run is not None and not self.run.finished.is_set():
+                return False
+            self.run = run
+            return True
+
+    def stop_run(self, run) -> None:
+        """Stop collecting into ``run`` (finished or given up)."""
+        with self._lock:
+            if self.run is run:
+                self.run = None
+
+    def _collect(self, snapshot, monitor, live, q, qd, stamp) -> None:
+        """One integrated sample into the calibration run: t, q, qd and the RAW residual r
+        (the bias is what is learned). An observer restart (stamps going back) gives the
+        run up: its samples would not be one stretch."""
+        run = self.run
+        if live.event == "restart":
+            run.abandon("the joint-state stamps went back (observer restart) during the "
+                        "calibration")
+        elif run.joints(snapshot.model.joint_names) and run.add(
+                live.t, q, qd, monitor.observer.raw_residual, (stamp.sec, stamp.nanosec)):
+            if self.on_run_complete is not None:
+                self.on_run_complete(run)
+        if run.finished.is_set():
+            self.run = None
+
+    def set_calibration(self, in_force) -> None:
+        """Make ``in_force`` (nodes.contact_calibration.InForce, or None) the calibration in
+        force: applied to the running observer now, its contact forgotten (judged on the
+        old thresholds), or to the next observer; InputError, nothing changed, when it does
+        not fit the running one (other joints, other gains)."""
+        with self._lock:
+            monitor = self._monitor
+            if monitor is not None:
+                monitor.set_calibration(None if in_force is None else in_force.calibration)
+                monitor.detector.reset()
+                self._prime(monitor)
+                self._applied = (monitor, in_force)
+            self.calibration = in_force
+
+    def _prime(self, monitor) -> None:
+        """Motion thresholds applied to a running observer start from its last sample (t,
+        qd): without it their envelopes start at rest (speed and acceleration 0), and the
+        first sample of an arm in motion would be judged on the thresholds at rest."""
+        thresholds, t = monitor.thresholds, monitor.observer.time
+        if thresholds is not None and t is not None and self._last_qd is not None \
+                and self._last_qd.shape == (monitor.model.n,):
+            thresholds.enter(t, self._last_qd)
+
+    def _apply_calibration(self, monitor) -> None:
+        """The calibration in force on ``monitor`` (a new observer or a new calibration;
+        ``observer.thresholds`` says how: ContactMonitor.set_calibration); one that does
+        not fit is logged and the observer runs on observer.enter_thresholds."""
+        in_force = self.calibration
+        self._applied = (monitor, in_force)
+        calibration = None if in_force is None else in_force.calibration
+        if monitor.calibration is calibration:
+            return
+        try:
+            monitor.set_calibration(calibration)
+        except InputError as exc:
+            monitor.set_calibration(None)
+            self._log("error", "calibration-misfit", f"contact calibration from "
+                      f"{in_force.source} not applied: {exc}; observer.enter_thresholds "
+                      "apply (calibrate again: ~/calibrate_contact)")
 
     def _has_effort(self, msg) -> bool:
         """Log the no-effort line once per change; True when the message carries effort."""

@@ -56,6 +56,7 @@ from manip_dynamics.core.errors import (InputError, ManipDynamicsError, NonFinit
                                         SingularConfigurationError)
 from manip_dynamics.nodes import markers
 from manip_dynamics.nodes.diagnostics import diagnostic_array
+from manip_dynamics.nodes.contact_calibration import ContactCalibrationService
 from manip_dynamics.nodes.contact_outputs import ContactOutputs
 from manip_dynamics.nodes.runner import declare_table, run_node, take_waiting
 from manip_dynamics.nodes.services import DynamicsServices
@@ -153,6 +154,7 @@ class DynamicsNode(Node):
                                                   self.service_thread)
         self._efforts = EffortReader()     # tau of a state, read once for every listener
         self.contact_outputs = ContactOutputs(self, self._efforts)  # the observer on effort
+        self.contact_calibration = self._calibration_service(values)   # ~/calibrate_contact
         self.payload_service = PayloadService(self, lambda: self._state,   # ~/estimate_payload
                                               self.service_thread, effort=self._efforts)
         self.safety_outputs = SafetyOutputs(self, lambda: self._state,   # ISO/TS 15066 speeds
@@ -172,6 +174,13 @@ class DynamicsNode(Node):
         self._load_initial_model(values)     # parses and warms up (compiles) the model
         self._joint_states_sub = self._subscribe_joint_states(values)
         self.service_thread.start()
+
+    def _calibration_service(self, values) -> ContactCalibrationService:
+        """``~/calibrate_contact`` (on a thread of its own) and ``~/contact_calibration``,
+        with the start-up calibration of ``contact.calibration.startup_duration``."""
+        return ContactCalibrationService(
+            self, self.contact_outputs, lambda: self._state,
+            float(values["contact.calibration.startup_duration"]))
 
     def _subscribe_joint_states(self, values):
         """The joint_states subscription, created last: a model given at start-up is loaded
@@ -337,6 +346,7 @@ class DynamicsNode(Node):
         if self._marker_timer.timer_period_ns != period_ns:
             self._marker_timer.timer_period_ns = period_ns
         if model_changed and new.snapshot is not None:
+            self.contact_calibration.load_beside(new)   # <name>.contact.yaml, if any
             model = new.snapshot.model
             no_inertia = joints_moving_no_inertia(model)
             self._singular_note = advice(model, no_inertia) if no_inertia else ""
@@ -591,6 +601,7 @@ class DynamicsNode(Node):
 
     def destroy_node(self):
         self.service_thread.stop()
+        self.contact_calibration.stop()
         self._gc.close()
         return super().destroy_node()
 

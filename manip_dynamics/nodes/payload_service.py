@@ -60,7 +60,7 @@ class PayloadService:
         if qd is None or len(msg.effort) == 0:
             return
         try:
-            tau = self._effort(snapshot.model, msg)
+            tau = self._effort(snapshot.model, msg, snapshot.drive_gain)
         except InputError:      # efforts missing for some joint: not a usable state
             return
         t = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec

@@ -33,8 +33,9 @@ from __future__ import annotations
 import sys
 import threading
 
-from rclpy.executors import (ExternalShutdownException, ShutdownException,
-                             SingleThreadedExecutor)
+from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.executors import (ExternalShutdownException, MultiThreadedExecutor,
+                             ShutdownException, SingleThreadedExecutor)
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
@@ -56,14 +57,21 @@ def lower_switch_interval() -> None:
 class ServiceThread:
     """A hidden node spun on its own thread, hosting services named after ``owner``
     (module doc). ``start()`` after the services are made; ``stop()`` before the owner is
-    destroyed."""
+    destroyed.
 
-    def __init__(self, owner: Node):
+    ``suffix`` names the hidden node (``_<owner>_<suffix>``); ``threads`` > 1 answers that
+    many requests at once (a MultiThreadedExecutor and one reentrant callback group: for a
+    service whose call waits, e.g. ``~/calibrate_contact`` collecting states, so that a
+    second request is answered meanwhile)."""
+
+    def __init__(self, owner: Node, suffix: str = "services", threads: int = 1):
         self._owner = owner
-        self.node = Node(f"_{owner.get_name()}_services", namespace=owner.get_namespace(),
+        self.node = Node(f"_{owner.get_name()}_{suffix}", namespace=owner.get_namespace(),
                          context=owner.context, use_global_arguments=False,
                          start_parameter_services=False)
-        self.executor = SingleThreadedExecutor(context=owner.context)
+        self._group = ReentrantCallbackGroup() if threads > 1 else None
+        self.executor = (SingleThreadedExecutor(context=owner.context) if threads == 1 else
+                         MultiThreadedExecutor(num_threads=threads, context=owner.context))
         self.executor.add_node(self.node)
         self._stopping = threading.Event()
         self._thread = threading.Thread(target=self._spin, daemon=True,
@@ -73,7 +81,8 @@ class ServiceThread:
         """A service ``name`` as the owner resolves it (``~/x`` -> ``/<ns>/<owner>/x``),
         answered on this thread, with a queue of SERVICE_QUEUE_DEPTH requests."""
         return self.node.create_service(srv_type, self._owner.resolve_service_name(name),
-                                        callback, qos_profile=SERVICE_QOS)
+                                        callback, qos_profile=SERVICE_QOS,
+                                        callback_group=self._group)
 
     def destroy_service(self, service) -> None:
         self.node.destroy_service(service)

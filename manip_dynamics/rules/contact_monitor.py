@@ -28,6 +28,13 @@ its results into messages. The rules (also in docs/node.md, "Contact outputs"):
   (r = 0, bias cleared, contact forgotten).
 * reset (r = 0, bias cleared, contact forgotten; the integral restarts at the next sample)
   and zero (bias = the current r, so the residual reads 0; contact forgotten).
+* thresholds (``observer.thresholds``): ``fixed`` (``observer.enter_thresholds``),
+  ``calibrated`` (the per-joint constants and bias of a
+  :class:`~manip_dynamics.core.contact.calibration.ContactCalibration`) or ``motion``
+  (its thresholds that follow the motion and its settling rule at rest:
+  core.contact.calibration's docstring). Without a calibration (:meth:`ContactMonitor.calibrate`,
+  :meth:`ContactMonitor.set_calibration`) every mode uses the fixed thresholds. A reset
+  or a clock restart starts the motion thresholds over (bias as calibrated).
 
 Nothing here imports rclpy.
 """
@@ -38,6 +45,8 @@ from typing import Optional
 
 import numpy as np
 
+from manip_dynamics.core.contact.calibration import (THRESHOLD_MODES, ContactCalibration,
+                                                     MotionThresholds, calibrate_contact)
 from manip_dynamics.core.contact.detector import (ContactDetector, WrenchSolver, contact_point,
                                                   observe_contact_norm, tip_wrench)
 from manip_dynamics.core.contact.observer import MomentumObserver
@@ -54,7 +63,9 @@ class ObserverOptions:
     the period ending there, as arm_simulator publishes it); max_gap
     (s) and gap ("bridge" / "reset"): the gap rule; wrench_threshold (m): the singular
     value below which the tip-wrench inverse is damped (core.contact.tip_wrench);
-    force_scale (m/N): arrow length per newton of ``~/contact_markers``; markers_rate (Hz).
+    force_scale (m/N): arrow length per newton of ``~/contact_markers``; markers_rate (Hz);
+    thresholds: "fixed", "calibrated" or "motion" (module docstring); slide_speed (rad/s,
+    per joint): the friction's Coulomb ramp (core.contact.observer; 0: sign(qd)).
     """
 
     enabled: bool = True
@@ -70,6 +81,8 @@ class ObserverOptions:
     contact_point: bool = False
     force_scale: float = 0.01
     markers_rate: float = 10.0
+    thresholds: str = "fixed"
+    slide_speed: tuple = (0.0,)
 
     @property
     def leave(self) -> tuple:
@@ -121,16 +134,22 @@ class ContactMonitor:
     """Observer + detector of one model, fed sample by sample (module docstring rules).
 
     model: RobotModel; options: :class:`ObserverOptions` (per-joint tuples of length 1 or
-    n); tip_frame: the frame of the wrench estimate.
+    n); tip_frame: the frame of the wrench estimate; calibration: a ContactCalibration of
+    this model's joints and gains, or None (:meth:`set_calibration`).
     """
 
-    def __init__(self, model, options: ObserverOptions, tip_frame: str):
+    def __init__(self, model, options: ObserverOptions, tip_frame: str,
+                 calibration: Optional[ContactCalibration] = None):
         n = model.n
+        if options.thresholds not in THRESHOLD_MODES:
+            raise InputError(f"observer.thresholds must be one of {THRESHOLD_MODES}, got "
+                             f"{options.thresholds!r}")
         self.model, self.options, self.tip_frame = model, options, tip_frame
         self.observer = MomentumObserver(
             model, gains=per_joint(options.gains, n, "observer.gains"),
             effort=options.effort, friction=options.friction, max_dt=options.max_gap,
-            gap=options.gap, timing=options.timing)
+            gap=options.gap, timing=options.timing,
+            slide_speed=per_joint(options.slide_speed, n, "observer.slide_speed"))
         enter = per_joint(options.enter, n, "observer.enter_thresholds")
         self.detector = ContactDetector(model, enter, options.hysteresis * enter)
         self._fingerprint = _fingerprint(model)
@@ -142,6 +161,65 @@ class ContactMonitor:
         self._candidates = self.detector.candidates + ((),)
         self.restarts = 0
         self.epoch: Optional[int] = None   # whole seconds subtracted from every stamp
+        self.calibration: Optional[ContactCalibration] = None
+        self.thresholds: Optional[MotionThresholds] = None    # None: fixed thresholds
+        if calibration is not None:
+            self.set_calibration(calibration)
+
+    # ------------------------------------------------------------------ calibration
+    def set_calibration(self, calibration: Optional[ContactCalibration]) -> None:
+        """Use ``calibration`` (None: none) from the next sample on, as
+        ``options.thresholds`` says (its bias replaces the observer's). InputError (nothing
+        changed) when it is for other joints or another observer gain."""
+        if calibration is None:
+            self.calibration, self.thresholds = None, None
+            self.observer.bias = np.zeros(self.model.n)
+            self._fixed_thresholds()
+            return
+        calibration.for_joints(self.model.joint_names)
+        if not np.allclose(calibration.gains, self.observer.gains, rtol=1e-12, atol=0.0):
+            raise InputError(f"contact calibration was learned with observer gains "
+                             f"{list(calibration.gains)}, this observer has "
+                             f"{self.observer.gains.tolist()}: calibrate again")
+        self.calibration = calibration
+        mode = self.options.thresholds
+        self.thresholds = None if mode == "fixed" else MotionThresholds(calibration, mode)
+        self.observer.bias = np.array(calibration.bias if self.thresholds else np.zeros(
+            self.model.n))
+        self._fixed_thresholds()
+
+    def calibrate(self, t, qd, raw_residual, **kwargs) -> ContactCalibration:
+        """Learn a calibration from a contact-free stretch this monitor observed (t (N,) s,
+        qd (N, n), raw_residual (N, n): r before the bias, e.g. ``observer.raw_residual``
+        per sample), use it (:meth:`set_calibration`) and return it. kwargs: those of
+        core.contact.calibrate_contact. InputError (nothing changed) when it refuses."""
+        cal = calibrate_contact(t, qd, raw_residual, self.model.joint_names,
+                                self.observer.gains, **kwargs)
+        self.set_calibration(cal)
+        return cal
+
+    def _fixed_thresholds(self) -> None:
+        """The detector's thresholds when they do not move: the options' (no calibration
+        or mode fixed) or the calibration's constants."""
+        n = self.model.n
+        enter = per_joint(self.options.enter, n, "observer.enter_thresholds")
+        if self.thresholds is not None:
+            self.thresholds.reset()
+            enter = self.thresholds.constant if self.options.thresholds == "calibrated" else enter
+        self.detector.set_thresholds(enter, self.options.hysteresis * enter)
+
+    def _moving_thresholds(self, t, qd) -> None:
+        """Before the detection of the sample at t: the motion thresholds for it."""
+        th = self.thresholds
+        if th is not None and th.mode == "motion":
+            enter = th.enter(t, qd)
+            self.detector.set_thresholds(enter, self.options.hysteresis * enter)
+
+    def _settle(self, t, qd) -> None:
+        """After the sample at t: the settling rule's bias for the next samples."""
+        th = self.thresholds
+        if th is not None and th.mode == "motion":
+            self.observer.bias[:] = th.settle_bias(t, self.observer.raw_residual, np.asarray(qd))
 
     def seconds(self, sec: int, nanosec: int) -> float:
         """The observer's t (s) of a header stamp: (sec - epoch) + nanosec 1e-9, the epoch
@@ -166,7 +244,12 @@ class ContactMonitor:
         same = (options == self.options and model.joint_names == self.model.joint_names
                 and np.array_equal(_fingerprint(model), self._fingerprint))
         if not same:
-            return ContactMonitor(model, options, tip_frame)
+            fresh = ContactMonitor(model, options, tip_frame)
+            try:
+                fresh.set_calibration(self.calibration)
+            except InputError:               # (other joints or gains: calibrate again)
+                pass
+            return fresh
         self.model, self.tip_frame = model, tip_frame
         self.observer.model = model
         return self
@@ -175,6 +258,8 @@ class ContactMonitor:
         """r = 0, bias cleared, contact forgotten; the integral restarts at the next sample."""
         self.observer.reset(clear_bias=True)
         self.detector.reset()
+        if self.thresholds is not None:
+            self.set_calibration(self.calibration)
 
     def zero(self) -> None:
         """bias = the current r (the residual reads 0 now); contact forgotten."""
@@ -193,7 +278,9 @@ class ContactMonitor:
         event = self._stale_or_restart(t, tau, q)
         step = self.observer.update(t, q, qd, tau)
         r = step.residual
+        self._moving_thresholds(t, qd)
         contact = self.detector.update(t, r)
+        self._settle(t, qd)
         wrench = tip_wrench(self.model, q, r, self.tip_frame,
                             threshold=self.options.wrench_threshold)
         point = None
@@ -214,9 +301,14 @@ class ContactMonitor:
         last = observer._t
         event = None if last is None or t > last else self._stale_or_restart(t, tau, q)
         detector = self.detector
+        if self.thresholds is not None:
+            self._check_tau(tau, q)          # (refused before the thresholds move on)
+            self._moving_thresholds(t, qd)
         t, obs_event, _, contact_event, joint, _, norm = observe_contact_norm(
             observer, detector, self._wrench, t, momentum.p, momentum.ct, terms.g, tau, qd,
             terms.J)
+        if self.thresholds is not None:
+            self._settle(t, qd)
         live = self.live                 # (residual and F: the same buffers every sample)
         live.t, live.event = t, event or obs_event
         in_contact = detector.in_contact
@@ -243,6 +335,8 @@ class ContactMonitor:
         self._check_tau(tau, q)          # a bad restart sample is skipped as well
         self.observer.reset()            # clock restart: start over here, bias kept
         self.detector.reset()
+        if self.thresholds is not None:
+            self.set_calibration(self.calibration)
         self.restarts += 1
         return "restart"
 
@@ -278,6 +372,8 @@ def options_from_values(values) -> ObserverOptions:
         contact_point=bool(values["observer.contact_point"]),
         force_scale=float(values["observer.force_scale"]),
         markers_rate=float(values["observer.markers_rate"]),
+        thresholds=str(values.get("observer.thresholds", "fixed")),
+        slide_speed=tuple(float(x) for x in values.get("observer.slide_speed", (0.0,))),
     )
 
 

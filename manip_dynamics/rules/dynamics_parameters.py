@@ -29,7 +29,7 @@ from manip_dynamics.rules.safety_options import point_conflicts
 from manip_dynamics.rules.snapshot import CONTACT_OUTPUTS, MarkerOptions, OutputSwitch, Snapshot
 
 __all__ = ["PARAMETERS", "SPECS", "ParameterValueError", "ParamSpec", "check_values",
-           "check_inertia", "inertia_matrix", "model_conflicts", "make_snapshot"]
+           "check_inertia", "inertia_matrix", "model_conflicts", "make_snapshot", "drive_gain"]
 
 PARAMETERS: tuple[ParamSpec, ...] = (
     ParamSpec("robot_description", "string", "",
@@ -50,6 +50,12 @@ PARAMETERS: tuple[ParamSpec, ...] = (
               "<name>.dynamics.yaml beside urdf_file when that file exists, else none; "
               "'none' = none. friction.* parameters override its friction.",
               "a readable side file naming joints of the model"),
+    ParamSpec("drive_gains", "double_array", [],
+              "Torque per unit of joint_states effort [N*m/A or N/A]: the observer and "
+              "~/estimate_payload read gain * effort as the joint torque. [] = the side "
+              "file's drive_gain per joint (1 where it gives none: effort is torque); 1 "
+              "value (all joints) or one per joint, model order.",
+              "empty, 1 value or one per joint", low=0.0, low_open=True),
     ParamSpec("root_link", "string", "",
               "Link taken as the model's root (base); '' = the URDF's root link. Gravity, "
               "Jacobians and Lambda are expressed in this link's axes.",
@@ -193,6 +199,24 @@ PARAMETERS: tuple[ParamSpec, ...] = (
     ParamSpec("observer.markers_rate", "double", 10.0,
               "Maximum rate [Hz] of ~/contact_markers (a contact entered or left is drawn "
               "at once).", low=0.0, low_open=True),
+    ParamSpec("observer.slide_speed", "double_array", [0.0],
+              "With observer.friction: the Coulomb term is coulomb_i clip(qd_i / v_i, -1, 1) "
+              "for v_i > 0 [rad/s or m/s] (no jump when qd flickers around 0 at rest) "
+              "instead of coulomb_i sign(qd_i) (0); 1 value or one per joint.",
+              "1 value or one per joint", low=0.0, min_items=1),
+    ParamSpec("observer.thresholds", "string", "motion",
+              "How a contact calibration in force (~/calibrate_contact, the start-up "
+              "calibration, or <name>.contact.yaml beside urdf_file) sets the enter "
+              "thresholds: motion (they follow the arm's speed, acceleration and friction "
+              "band; the calibrated bias, settled at rest), calibrated (its constant "
+              "thresholds and bias) or fixed (observer.enter_thresholds, no bias). Without a "
+              "calibration every mode uses observer.enter_thresholds.",
+              choices=("fixed", "calibrated", "motion")),
+    # ---- contact calibration (nodes/contact_calibration.py, docs/node.md "Contact calibration")
+    ParamSpec("contact.calibration.startup_duration", "double", 0.0,
+              "Seconds (joint-state stamps) of the first contact-free motion with effort to "
+              "learn a contact calibration from at start-up, as ~/calibrate_contact would; "
+              "0 = none.", low=0.0, high=600.0, read_only=True),
     # ---- collaborative safety: ISO/TS 15066 speed limits (nodes/safety_outputs.py, docs/safety.md)
     ParamSpec("safety.enabled", "bool", False,
               "Publish ~/collision_safety, ~/speed_scale and ~/safety_markers: every "
@@ -282,15 +306,34 @@ def model_conflicts(values: Mapping[str, Any], model, urdf_links=None) -> dict[s
             conflicts[name] = (f"joint {unknown[0]!r} is not a coordinate of the robot model "
                                f"(joints: {', '.join(model.joint_names)})")
     conflicts.update(point_conflicts(values, frames))
-    for name in ("observer.gains", "observer.enter_thresholds"):
+    if len(values["drive_gains"]) not in (0, 1, model.n):
+        conflicts["drive_gains"] = (f"needs no value, 1 value or one per joint ({model.n}: "
+                                    f"{', '.join(model.joint_names)}), got "
+                                    f"{len(values['drive_gains'])}")
+    for name in ("observer.gains", "observer.enter_thresholds", "observer.slide_speed"):
         if len(values[name]) not in (1, model.n):
             conflicts[name] = (f"needs 1 value or one per joint ({model.n}: "
                                f"{', '.join(model.joint_names)}), got {len(values[name])}")
     return conflicts
 
 
-def make_snapshot(base_model, values: Mapping[str, Any]) -> Snapshot:
-    """``Snapshot`` of ``base_model`` (as parsed, rooted) with the parameters applied.
+def drive_gain(values: Mapping[str, Any], n: int, side_gain=None):
+    """The drive gains in force, (n,) read-only, or None when every one is 1 (effort is
+    torque): parameter ``drive_gains`` if set (1 value or n), else ``side_gain`` (the side
+    file's, (n,) or None)."""
+    given = _vector(values, "drive_gains")
+    gain = (np.broadcast_to(given, (n,)).copy() if given.size
+            else None if side_gain is None else np.array(side_gain, dtype=float))
+    if gain is None or (gain == 1.0).all():
+        return None
+    gain.setflags(write=False)
+    return gain
+
+
+def make_snapshot(base_model, values: Mapping[str, Any], side_gain=None) -> Snapshot:
+    """``Snapshot`` of ``base_model`` (as parsed, rooted) with the parameters applied;
+    ``side_gain``: the side file's drive gains ((n,) or None), the default of
+    ``drive_gains``.
 
     Assumes ``check_values`` passed and ``model_conflicts`` is empty; errors the core
     raises anyway (it validates too) propagate as ``ManipDynamicsError``.
@@ -303,11 +346,13 @@ def make_snapshot(base_model, values: Mapping[str, Any]) -> Snapshot:
         index = [base_model.joint_names.index(j) for j in joints]
         new_viscous = np.array(base_model.viscous, dtype=float)
         new_coulomb = np.array(base_model.coulomb, dtype=float)
+        new_negative = np.array(base_model.coulomb_negative, dtype=float)   # (a side file's)
         if viscous.size:
             new_viscous[index] = viscous
         if coulomb.size:
-            new_coulomb[index] = coulomb
-        model = model.with_friction(viscous=new_viscous, coulomb=new_coulomb)
+            new_coulomb[index] = new_negative[index] = coulomb     # both directions
+        model = model.with_friction(viscous=new_viscous, coulomb=new_coulomb,
+                                    coulomb_negative=new_negative)
     if values["payload.frame"]:
         model = model.with_payload(
             values["payload.frame"], float(values["payload.mass"]),
@@ -326,6 +371,7 @@ def make_snapshot(base_model, values: Mapping[str, Any]) -> Snapshot:
             alpha=float(values["markers.alpha"]),
         ),
         observer=options_from_values(values),
+        drive_gain=drive_gain(values, base_model.n, side_gain),
         contact_outputs=tuple(OutputSwitch(bool(values[f"outputs.{name}.enabled"]),
                                            float(values[f"outputs.{name}.rate"]))
                               for name in CONTACT_OUTPUTS),

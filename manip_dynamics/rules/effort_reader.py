@@ -1,4 +1,5 @@
-"""tau (n,) in model order from a joint state's ``effort``, with the name permutation
+"""tau (n,) in model order from a joint state's ``effort`` (times the drive gains, when the
+node has any: ``tau_i = k_i * effort_i``, N m/A x A), with the name permutation
 validated once per name list, and read once per state however many listeners ask (ROS-free:
 ``msg`` needs ``name`` and ``effort``).
 
@@ -21,25 +22,35 @@ NAME_CACHE_SIZE = 16          # distinct joint name lists remembered (a driver s
 
 
 class EffortReader:
-    """``reader(model, msg)`` -> tau (n,) float64 in model order, or vector_from_names'
-    InputError (naming the field, joint and value) for a bad message.
+    """``reader(model, msg, gain=None)`` -> tau (n,) float64 in model order, ``gain * effort``
+    (gain: (n,) in model order, the snapshot's ``drive_gain``; None: 1), or
+    vector_from_names' InputError (naming the field, joint and value) for a bad message.
 
-    The tau of the last message read is kept: the same ``msg`` object (and model) read
-    again before :meth:`forget` returns the same array (callers copy it, never write
+    The tau of the last message read is kept: the same ``msg`` object (model and gain)
+    read again before :meth:`forget` returns the same array (callers copy it, never write
     it). Call ``forget`` once the message is done with (its object may be reused and
     refilled)."""
 
     def __init__(self):
         self._model, self._index = None, {}
         self._msg = self._tau = None      # the message read last and its tau
+        self._gain = None                 # the gain that tau was scaled with
 
     def forget(self) -> None:
         """The next read reads ``effort`` again, whatever the message object."""
         self._msg = self._tau = None
 
-    def __call__(self, model, msg) -> np.ndarray:
-        if msg is self._msg and model is self._model:
+    def __call__(self, model, msg, gain=None) -> np.ndarray:
+        if msg is self._msg and model is self._model and gain is self._gain:
             return self._tau
+        tau = self._read(model, msg)
+        if gain is not None:
+            tau = tau * gain
+        self._msg, self._tau, self._gain = msg, tau, gain
+        return tau
+
+    def _read(self, model, msg) -> np.ndarray:
+        """effort in model order (as measured)."""
         if self._model is not model:
             self._model, self._index = model, {}
         key = tuple(msg.name)
@@ -47,7 +58,6 @@ class EffortReader:
         if index is not None and len(msg.effort) == len(key):
             tau = np.asarray(msg.effort, dtype=np.float64)[index]
             if finite_vector(tau):
-                self._msg, self._tau = msg, tau
                 return tau
         self._msg = self._tau = None
         tau = model.vector_from_names(msg.name, msg.effort, field="effort")   # or raises
@@ -56,5 +66,4 @@ class EffortReader:
             if len(self._index) >= NAME_CACHE_SIZE:
                 self._index.clear()
             self._index[key] = np.array([where[j] for j in model.joint_names], dtype=np.intp)
-        self._msg, self._tau = msg, tau
         return tau

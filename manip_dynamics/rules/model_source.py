@@ -5,9 +5,10 @@ parameter, else the last description received on the ``robot_description`` topic
 
 One path builds every state (:meth:`ModelSource.fit`): parse the description (a small
 cache of recent parses), judge ``root_link`` against the whole URDF, parse it rooted
-there, judge the other parameters naming links / joints against that model, apply the dynamics side file
-(armature, friction: ``dynamics_file``, :func:`side_file_path`), then gravity, friction
-and payload (:func:`make_snapshot`). It runs in one of two modes:
+there, judge the other parameters naming links / joints against that model, apply the
+dynamics side file (armature, friction, drive gains: ``dynamics_file``,
+:func:`side_file_path`), then gravity, friction and payload (:func:`make_snapshot`). It
+runs in one of two modes:
 
 - strict (a parameter change, :meth:`ModelSource.for_parameters`): the first misfit
   refuses the change with a :class:`ParameterValueError` naming the parameter;
@@ -47,6 +48,7 @@ class Applied:
     origin: str = ""                          # where the robot description came from
                                               # (and the side file, if one is applied)
     resets: Mapping[str, str] = field(default_factory=dict)   # lenient mode: name -> reason
+    side_file: Optional[str] = None           # the side file applied (path), if any
 
 
 @dataclass(frozen=True)
@@ -164,38 +166,35 @@ class ModelSource:
         except ManipDynamicsError as exc:     # e.g. nothing movable below that link
             misfit("root_link", f"robot description rooted at {values['root_link']!r}: {exc}")
             base = self.parse(desc.xml, values["root_link"])
-        base, side_file = self._with_side_file(base, desc, values, misfit)
+        base, side_file, gain = self._with_side_file(base, desc, values, misfit)
         for name, reason in model_conflicts(values, base).items():
             misfit(name, reason)
         try:
-            snapshot = make_snapshot(base, values)
+            snapshot = make_snapshot(base, values, gain)
         except ManipDynamicsError as exc:      # e.g. the core refusing the payload here
             misfit("payload.frame", str(exc))
-            snapshot = make_snapshot(base, values)
+            snapshot = make_snapshot(base, values, gain)
         origin = desc.origin + (f" with side file {side_file}" if side_file else "")
         return Applied(snapshot, base, MappingProxyType(values), origin,
-                       MappingProxyType(resets))
+                       MappingProxyType(resets), side_file)
 
     def _with_side_file(self, base: RobotModel, desc: Description, values: dict[str, Any],
-                        misfit: Callable[[str, str], None]) -> tuple[RobotModel, Optional[str]]:
-        """(``base`` with the side file :func:`side_file_path` selects (armature, friction;
-        the drive gains are not applied to efforts yet), that file or None). The same model object while the
+                        misfit: Callable[[str, str], None]) -> tuple:
+        """(``base`` with the side file :func:`side_file_path` selects (armature, friction),
+        that file or None, its drive gains (n,) or None). The same model object while the
         file is unchanged (its path, size and modification time), so a parameter change is
         no new model. A file that cannot be used is a misfit of ``dynamics_file``; in the
         lenient mode it becomes 'none' (not the default '', which may select it again)."""
         path = side_file_path(values, desc)
         if path is None:
-            return base, None
+            return base, None, None
         try:
             st = os.stat(path)
             key = (desc.xml, values["root_link"], path, st.st_size, st.st_mtime_ns)
-            model = self._sided.get(key)
-            if model is None:
+            sided = self._sided.get(key)
+            if sided is None:
                 side = load_side_file(path, base)
-                model = side.model
-                if (side.drive_gain != 1.0).any():
-                    self._warn(f"side file {path}: drive_gain is read but not yet applied: "
-                               "measured efforts are taken as torques")
+                sided = (side.model, side.drive_gain)
         except OSError as exc:
             return self._side_file_misfit(base, values, misfit,
                                           f"cannot read side file {path!r}: {exc.strerror}")
@@ -203,11 +202,11 @@ class ModelSource:
             return self._side_file_misfit(base, values, misfit, str(exc))
         if len(self._sided) >= PARSE_CACHE_SIZE:
             self._sided.pop(next(iter(self._sided)))
-        self._sided[key] = model
-        return model, path
+        self._sided[key] = sided
+        return sided[0], path, sided[1]
 
     @staticmethod
     def _side_file_misfit(base, values, misfit, reason):
         misfit("dynamics_file", reason)          # strict: raises ParameterValueError
         values["dynamics_file"] = NO_SIDE_FILE
-        return base, None
+        return base, None, None

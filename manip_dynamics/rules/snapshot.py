@@ -7,6 +7,9 @@ half-applied. Nothing here imports rclpy.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Optional
+
+import numpy as np
 
 from manip_dynamics.core.dynamics.model import RobotModel
 from manip_dynamics.rules.contact_monitor import ObserverOptions
@@ -46,6 +49,8 @@ class Snapshot:
     singular_condition: cond(J M^-1 J^T) above which the state is flagged near-singular.
     markers:            marker drawing options.
     observer:           the momentum observer's options (``observer.*`` parameters).
+    drive_gain:         (n,) torque per unit of ``effort`` (parameter ``drive_gains``, else
+                        the side file's), read-only; None when every gain is 1.
     contact_outputs:    the switches of ~/external_torques, ~/external_wrench, ~/contact
                         (``CONTACT_OUTPUTS`` order); not the observer's options: a change
                         keeps the observer running.
@@ -59,3 +64,4 @@ class Snapshot:
     markers: MarkerOptions = field(default_factory=MarkerOptions)
     observer: ObserverOptions = field(default_factory=ObserverOptions)
     contact_outputs: tuple[OutputSwitch, ...] = (OutputSwitch(),) * len(CONTACT_OUTPUTS)
+    drive_gain: Optional[np.ndarray] = field(default=None, compare=False)

@@ -411,7 +411,8 @@ def test_every_parameter_is_declared_with_a_description(left, module_ros_node):
         module_ros_node, "/left/dynamics_node", PARAMETERS)
     assert all(d.description for d in descriptors)
     assert {d.name for d in descriptors if d.read_only} == {
-        "joint_states_qos.reliability", "joint_states_qos.depth", "executor"}
+        "joint_states_qos.reliability", "joint_states_qos.depth", "executor",
+        "contact.calibration.startup_duration"}
     ranges = {d.name: d.floating_point_range for d in descriptors}
     for name in ("dynamics", "gravity_torques", "gravity_command", "coriolis_torques",
                  "external_torques", "external_wrench", "contact"):

@@ -171,3 +171,24 @@ def test_effort_reader_reads_a_message_once_until_forget():
     for _ in range(2):                            # a refused message is refused every time
         with pytest.raises(InputError, match="non-finite"):
             read(model, bad)
+
+
+def test_effort_reader_applies_the_drive_gains():
+    """tau = gain * effort in model order (the reference: each name's effort looked up and
+    multiplied here); a new gain object is a new read of the same message."""
+    from types import SimpleNamespace
+
+    from manip_dynamics.rules.effort_reader import EffortReader
+
+    model = RobotModel.from_urdf_file(robots.path("panda"))
+    names = list(model.joint_names)[::-1]                 # another order than the model's
+    current = [0.5 * (k + 1) for k in range(7)]
+    gain = np.array([10.0, 10.6956, 8.4566, 9.0029, 9.48, 10.1232, 2.0])
+    read = EffortReader()
+    msg = SimpleNamespace(name=names, effort=current)
+    expected_tau = [gain[j] * current[names.index(name)]
+                    for j, name in enumerate(model.joint_names)]
+    np.testing.assert_array_equal(read(model, msg, gain), expected_tau)
+    np.testing.assert_array_equal(read(model, msg, None),
+                                  [current[names.index(n)] for n in model.joint_names])
+

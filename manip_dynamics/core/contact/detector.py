@@ -175,6 +175,18 @@ class ContactDetector:
                              self._norm)
         self.reset()
 
+    def set_thresholds(self, enter, leave):
+        """New enter and leave thresholds (n,) from the next sample on (thresholds that
+        follow the motion: core.contact.calibration); 0 < leave <= enter, else InputError
+        and nothing changed. The contact state is kept."""
+        enter = _positive_vector(enter, self.enter.shape[0], "enter")
+        leave = _positive_vector(leave, self.enter.shape[0], "leave")
+        if (leave > enter).any():
+            i = int(np.argmax(leave > enter))
+            raise InputError(f"leave[{i}] = {leave[i]} must be <= enter[{i}] = {enter[i]}")
+        self.enter, self.leave = enter, leave
+        self._kernel_args[0][0], self._kernel_args[0][1] = enter, leave
+
     def reset(self):
         """Forget the contact (state: free)."""
         self.in_contact = False
@@ -415,7 +427,8 @@ def observe_contact_norm(observer, detector, solver, t, p, ct, g, tau, qd, J):
 def _observe_contact(mode, in_contact, held, total, friction, coef, state, bias, p, ct, g, tau,
                      qd, h, J, detector_args, solver_args):
     """When tau is finite: r = 0 for mode 3 (gap_reset), _step_in_place (integrating for
-    mode 1, step), then _detect (in_contact in) and _wrench on its residual (state[5]);
+    mode 1, step; coef (6, n): RobotModel.friction_coefficients, viscous, coulomb,
+    coulomb_negative, offset, width, and the observer's slide speed), then _detect (in_contact in) and _wrench on its residual (state[5]);
     -> (contact event code, isolated joint, _wrench's code, ||r - bias||), _wrench's code
     also in the detector's flags[3]. A non-finite tau: (-1, -1, -1, nan), nothing
     written."""

@@ -56,7 +56,14 @@ Timing of the measured torque, by ``timing``:
   is of the order of 0.1 to 1 N*m on the Panda (benchmarks/study_contact.py).
 
 Friction: ``friction=True`` subtracts the model's ``friction_torques(qd)``
-(``RobotModel.with_friction``); otherwise unmodelled friction appears in r.
+(``RobotModel.with_friction``); otherwise unmodelled friction appears in r. With
+``slide_speed`` v_i > 0 the Coulomb term is coulomb_i clip(qd_i / v_i, -1, 1) instead of
+coulomb_i sign(qd_i): continuous through qd = 0, so a measured velocity that flickers
+between 0 and +-1e-4 rad/s at rest (a real arm's quantisation) no longer makes it jump by
+coulomb_i (13 N m on a UR10e's shoulder), and below v_i, where a real joint sticks, it
+is not subtracted in full (docs/contact.md, "On a real arm"). v_i = 0 (the default): the
+model's s(qd) (sign(qd), or tanh(qd / width) for a side file's friction width). The
+direction-dependent Coulomb magnitudes and the offset apply with either.
 
 Stream rules (every sample is (t, q, qd, tau), t in s):
 
@@ -133,7 +140,8 @@ class MomentumObserver:
     """Residual r ~ tau_ext (n,) of one arm, updated sample by sample (module docstring).
 
     model: a RobotModel; gains: K_O, scalar or (n,), 1/s; effort: "total" or
-    "minus_gravity"; friction: subtract model.friction_torques(qd); max_dt (s): larger
+    "minus_gravity"; friction: subtract model.friction_torques(qd); slide_speed: scalar
+    or (n,) >= 0, rad/s (m/s): the Coulomb term's ramp (module docstring); max_dt (s): larger
     steps are gaps; gap: "bridge" or "reset"; timing: "sampled" or "held" (the
     measured torque's timing, module docstring).
 
@@ -145,7 +153,7 @@ class MomentumObserver:
     """
 
     def __init__(self, model, gains, effort="total", friction=False, max_dt=0.05,
-                 gap="bridge", timing="sampled"):
+                 gap="bridge", timing="sampled", slide_speed=0.0):
         self.model = model
         self.n = model.n
         self.gains = _positive_vector(gains, self.n, "gains")
@@ -165,9 +173,16 @@ class MomentumObserver:
         self._expm1 = self._buffers[4]
         self._shape = self.gains.shape
         self._neg_gains = -self.gains
-        # [viscous; coulomb] (2, n) of the model when friction is subtracted, else zeros
-        self._friction_coef = np.array([model.viscous, model.coulomb] if self.friction
-                                       else np.zeros((2, self.n)), dtype=float)
+        slide = np.broadcast_to(np.array(slide_speed, dtype=float), (self.n,)).copy() \
+            if np.ndim(slide_speed) == 0 else np.array(slide_speed, dtype=float)
+        if slide.shape != (self.n,) or not (np.isfinite(slide) & (slide >= 0)).all():
+            raise InputError(f"slide_speed must be a scalar or ({self.n},) of finite values "
+                             f">= 0, got {slide_speed!r}")
+        self.slide_speed = slide
+        # the model's friction_coefficients (5, n) and the slide speed: (6, n) when friction
+        # is subtracted, else zeros
+        self._friction_coef = (np.vstack([model.friction_coefficients, slide[None, :]])
+                               if self.friction else np.zeros((6, self.n)))
         self._held, self._total = self.timing == "held", self.effort == "total"
         # observe_contact's kernel arguments that never change: held, total, friction, coef,
         # the (6, n) buffers
@@ -223,9 +238,23 @@ class MomentumObserver:
         beta = tau + (qd[..., None, :] @ C)[..., 0, :]      # + C^T qd
         if self.effort == "total":
             beta = beta - self.model.gravity_torques(q)
-        if self.friction:
+        if self.friction and (self.slide_speed > 0).any():
+            beta = beta - self._ramped_friction(qd)
+        elif self.friction:
             beta = beta - self.model.friction_torques(qd)
         return p, beta
+
+    def _ramped_friction(self, qd):
+        """model.friction_torque with s(qd) = clip(qd / slide_speed, -1, 1) where
+        slide_speed > 0, else the model's s (tanh(qd / width) or sign(qd)): the arithmetic
+        of :func:`_friction_one`."""
+        viscous, coulomb, coulomb_negative, offset, width = self.model.friction_coefficients
+        v = self.slide_speed
+        ramp = np.clip(qd / np.where(v > 0, v, 1.0), -1.0, 1.0)
+        smooth = width > 0
+        s = np.where(v > 0, ramp, np.where(smooth, np.tanh(qd / np.where(smooth, width, 1.0)),
+                                           np.sign(qd)))
+        return viscous * qd + np.where(qd > 0, coulomb, coulomb_negative) * s + offset
 
     def _checked_tau(self, tau, q_shape):
         try:
@@ -454,11 +483,27 @@ def finite_vector(a):
 
 
 @njit(cache=True, nogil=True, fastmath=False, error_model="numpy")
+def _friction_one(x, viscous, coulomb, coulomb_negative, offset, width, slide):
+    """model.friction_torque of one joint at qd = x (the same operations, in numba), with
+    s(x) = clip(x / slide, -1, 1) where slide > 0 (MomentumObserver's slide_speed)."""
+    if slide > 0.0:
+        s = x / slide
+        s = 1.0 if s > 1.0 else (-1.0 if s < -1.0 else s)
+    elif width > 0.0:
+        s = math.tanh(x / width)
+    else:
+        s = 1.0 if x > 0.0 else (-1.0 if x < 0.0 else 0.0)
+    return viscous * x + (coulomb if x > 0.0 else coulomb_negative) * s + offset
+
+
+@njit(cache=True, nogil=True, fastmath=False, error_model="numpy")
 def _step_in_place(integrate, held, total, friction, coef, p, ct, g, tau, qd, h, state, bias):
     """One sample of MomentumObserver.update_terms, per joint i. state (6, n): rows r,
     p_prev, beta_prev, tau_prev, e = expm1(-K_O h) (so 1 - a = -e) and residual; coef
-    (2, n): viscous, coulomb; the rest (n,):
-    beta = tau + ct [- g if total] [- (viscous qd + coulomb sign(qd)) if friction];
+    (6, n): viscous, coulomb, coulomb_negative, offset, width (RobotModel.
+    friction_coefficients) and the slide speed; the rest (n,):
+    beta = tau + ct [- g if total] [- tau_fr(qd) if friction] (tau_fr: model.friction_torque,
+    its s(qd) the ramp clip(qd / slide, -1, 1) where the slide speed is > 0);
     if integrate: r = r + (1 - a) (u - r), u = (p - p_prev) / h - (beta0 + beta) / 2,
     beta0 = beta_prev [+ (tau - tau_prev) if held]; then p_prev, beta_prev, tau_prev = p,
     beta, tau and residual = r - bias. The operations and their order are those of
@@ -470,9 +515,8 @@ def _step_in_place(integrate, held, total, friction, coef, p, ct, g, tau, qd, h,
         if total:
             beta = beta - g[i]
         if friction:
-            x = qd[i]
-            sign = 1.0 if x > 0.0 else (-1.0 if x < 0.0 else 0.0)
-            beta = beta - (coef[0, i] * x + coef[1, i] * sign)
+            beta = beta - _friction_one(qd[i], coef[0, i], coef[1, i], coef[2, i], coef[3, i],
+                                        coef[4, i], coef[5, i])
         if integrate:
             beta0 = beta_prev[i] + (tau[i] - tau_prev[i]) if held else beta_prev[i]
             u = (p[i] - p_prev[i]) / h - 0.5 * (beta0 + beta)

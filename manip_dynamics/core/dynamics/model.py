@@ -11,7 +11,9 @@ joint; :meth:`RobotModel.with_armature`, default 0): constant, so it changes M a
 term built from it (inverse and forward dynamics, kinetic energy, momentum M qd,
 J M^-1 J^T and Lambda) but not C or g (Pinocchio's ``model.armature``).
 ``g`` is on the left-hand side (the torque that HOLDS the arm still, Pinocchio's sign);
-``tau_fr = viscous * qd + coulomb * sign(qd)``; ``F_ext = [f; n]`` is the wrench the
+``tau_fr`` the joint friction of :func:`friction_torque` (viscous, Coulomb per direction,
+offset, optional smooth sign; by default the URDF's ``viscous * qd + coulomb * sign(qd)``);
+``F_ext = [f; n]`` is the wrench the
 environment applies to the arm at the origin of frame ``f``, in ROOT axes.
 
 Frames are link names. Poses are ``X_root_frame`` (4x4). Jacobians are 6 x n with rows
@@ -60,6 +62,22 @@ _NO_POSE = np.zeros((0, 4, 4))          # batch_kinematics: the Jacobian alone
 _EYE4 = np.eye(4)
 
 
+def friction_torque(qd, viscous, coulomb, coulomb_negative, offset, width):
+    """Joint friction (N*m or N), per joint, broadcasting over qd (n,) or (N, n)::
+
+        tau_fr = viscous qd + coulomb s(qd) [qd > 0] + coulomb_negative s(qd) [qd < 0] + offset
+        s(qd) = tanh(qd / width) where width > 0, else sign(qd)   (s(0) = 0)
+
+    viscous (N*m*s/rad), coulomb, coulomb_negative (N*m, the magnitudes for qd > 0 and qd < 0;
+    equal: the symmetric model), offset (N*m, any sign), width (rad/s) (n,) each. At qd = 0
+    the torque is the offset. (docs/side_file.md; Mamedov et al. 2020 use viscous qd +
+    coulomb sign(qd) + offset.)"""
+    qd = np.asarray(qd, dtype=float)
+    smooth = width > 0
+    s = np.where(smooth, np.tanh(qd / np.where(smooth, width, 1.0)), np.sign(qd))
+    return viscous * qd + np.where(qd > 0, coulomb, coulomb_negative) * s + offset
+
+
 def _tuple_names(xs):
     return ", ".join(repr(x) for x in xs)
 
@@ -80,20 +98,26 @@ class RobotModel:
     """
 
     __slots__ = ("_s", "_gravity", "_viscous", "_coulomb", "_armature", "_payloads", "_inert",
-                 "_bodies", "_shape1", "_shapeM", "_shapeJ", "_frames")
+                 "_bodies", "_shape1", "_shapeM", "_shapeJ", "_frames", "_coulomb_negative",
+                 "_friction_offset", "_friction_width")
 
     # ------------------------------------------------------------------ construction
     def __init__(self, structure: Structure, gravity=(0.0, 0.0, -9.81), viscous=None,
-                 coulomb=None, payloads=None, inert=None, armature=None):
+                 coulomb=None, payloads=None, inert=None, armature=None, coulomb_negative=None,
+                 friction_offset=None, friction_width=None):
         set_ = object.__setattr__
         n = len(structure.joint_names)
-        if armature is None:
-            armature = np.zeros(n)
-            armature.setflags(write=False)
+        zeros = np.zeros(n)
+        zeros.setflags(write=False)
+        armature = zeros if armature is None else armature
+        set_(self, "_friction_offset", zeros if friction_offset is None else friction_offset)
+        set_(self, "_friction_width", zeros if friction_width is None else friction_width)
         set_(self, "_s", structure)
         set_(self, "_gravity", _vector3(gravity, "gravity"))
         set_(self, "_viscous", structure.viscous if viscous is None else viscous)
         set_(self, "_coulomb", structure.coulomb if coulomb is None else coulomb)
+        set_(self, "_coulomb_negative", self._coulomb if coulomb_negative is None
+             else coulomb_negative)
         set_(self, "_armature", armature)
         set_(self, "_payloads", dict(payloads or {}))
         set_(self, "_inert", structure.inert if inert is None else inert)
@@ -126,7 +150,9 @@ class RobotModel:
 
     def _copy(self, **changes):
         kw = dict(gravity=self._gravity, viscous=self._viscous, coulomb=self._coulomb,
-                  payloads=self._payloads, inert=self._inert, armature=self._armature)
+                  payloads=self._payloads, inert=self._inert, armature=self._armature,
+                  coulomb_negative=self._coulomb_negative, friction_offset=self._friction_offset,
+                  friction_width=self._friction_width)
         kw.update(changes)
         return RobotModel(self._s, **kw)
 
@@ -142,7 +168,17 @@ class RobotModel:
     position_lower = property(lambda self: self._s.position_lower)
     position_upper = property(lambda self: self._s.position_upper)
     viscous = property(lambda self: self._viscous, doc="(n,) N*m*s/rad (or N*s/m)")
-    coulomb = property(lambda self: self._coulomb, doc="(n,) N*m (or N)")
+    coulomb = property(lambda self: self._coulomb, doc=(
+        "(n,) N*m (or N): the Coulomb friction for qd > 0 (both directions when "
+        "coulomb_negative equals it, the default)"))
+    coulomb_negative = property(lambda self: self._coulomb_negative, doc=(
+        "(n,) N*m (or N), >= 0: the Coulomb friction's magnitude for qd < 0 (the torque is "
+        "-coulomb_negative there); equal to coulomb unless given"))
+    friction_offset = property(lambda self: self._friction_offset, doc=(
+        "(n,) N*m (or N), any sign: a constant added to the friction torque (default 0)"))
+    friction_width = property(lambda self: self._friction_width, doc=(
+        "(n,) rad/s (or m/s), >= 0: the smooth sign's width, tanh(qd / width) in place of "
+        "sign(qd); 0 (default): sign(qd)"))
     armature = property(lambda self: self._armature, doc=(
         "(n,) reflected rotor inertia per joint, kg*m^2 (or kg), added to M's diagonal "
         "(read-only; :meth:`with_armature`)"))
@@ -201,10 +237,20 @@ class RobotModel:
         """Copy with gravity vector g (3,) m/s^2 in the root frame."""
         return self._copy(gravity=g)
 
-    def with_friction(self, viscous=None, coulomb=None):
-        """Copy with viscous / Coulomb coefficients (scalar or (n,), >= 0); None keeps."""
+    def with_friction(self, viscous=None, coulomb=None, coulomb_negative=None, offset=None,
+                      width=None):
+        """Copy with friction coefficients (each a scalar or (n,) in q order; None keeps):
+        viscous N*m*s/rad >= 0; coulomb N*m >= 0 (both directions, unless coulomb_negative
+        gives the one for qd < 0: then coulomb is the one for qd > 0); coulomb_negative
+        N*m >= 0; offset N*m, any finite value; width rad/s >= 0 (the smooth sign
+        tanh(qd / width); 0: sign(qd)). The torque: :func:`friction_torque`."""
         kw = {name: self._per_joint(v, name) for name, v in
-              (("viscous", viscous), ("coulomb", coulomb)) if v is not None}
+              (("viscous", viscous), ("coulomb", coulomb), ("coulomb_negative",
+               coulomb_negative), ("friction_width", width)) if v is not None}
+        if coulomb is not None and coulomb_negative is None:
+            kw["coulomb_negative"] = kw["coulomb"]
+        if offset is not None:
+            kw["friction_offset"] = self._per_joint(offset, "offset", signed=True)
         return self._copy(**kw)
 
     def with_armature(self, armature):
@@ -214,18 +260,18 @@ class RobotModel:
         behind a gear of ratio k reflects k^2 I_r. Only the body table is rebuilt."""
         return self._copy(armature=self._per_joint(armature, "armature"))
 
-    def _per_joint(self, v, name):
-        """v as a read-only (n,) float array (a scalar broadcast), each entry finite and >= 0;
-        InputError naming the joint otherwise."""
+    def _per_joint(self, v, name, signed=False):
+        """v as a read-only (n,) float array (a scalar broadcast), each entry finite and >= 0
+        (any finite value if ``signed``); InputError naming the joint otherwise."""
         a = _as_float(v, name)
         a = np.broadcast_to(a, (self.n,)).copy() if a.ndim == 0 else a.copy()
         if a.shape != (self.n,):
             raise InputError(f"{name} must be a scalar or shape ({self.n},), got {a.shape}")
-        bad = ~np.isfinite(a) | (a < 0)
+        bad = ~np.isfinite(a) | (False if signed else (a < 0))
         if bad.any():
             i = int(np.argmax(bad))
             raise InputError(f"{name}[{i}] (joint {self.joint_names[i]!r}) = {a[i]} "
-                             "must be finite and >= 0")
+                             f"must be finite{'' if signed else ' and >= 0'}")
         a.setflags(write=False)
         return a
 
@@ -475,11 +521,23 @@ class RobotModel:
             self._raise_nonfinite("M(q)", out, single, q=Q)
         return out[0] if single else out
 
+    @property
+    def friction_coefficients(self):
+        """(5, n) rows viscous, coulomb, coulomb_negative, offset, width (a new array): the
+        arguments of :func:`friction_torque`, as the observer's kernel reads them."""
+        return np.array([self._viscous, self._coulomb, self._coulomb_negative,
+                         self._friction_offset, self._friction_width], dtype=float)
+
+    def _friction(self, QD):
+        with np.errstate(over="ignore", invalid="ignore"):     # overflow is reported by callers
+            return friction_torque(QD, self._viscous, self._coulomb, self._coulomb_negative,
+                                   self._friction_offset, self._friction_width)
+
     def friction_torques(self, qd):
-        """tau_fr = viscous * qd + coulomb * sign(qd) (n,) (sign(0) = 0)."""
+        """tau_fr(qd) (n,) or (N, n) of :func:`friction_torque` with the model's coefficients
+        (by default viscous * qd + coulomb * sign(qd), sign(0) = 0)."""
         QD, single = self._states(qd, "qd")
-        with np.errstate(over="ignore", invalid="ignore"):     # overflow is reported below
-            out = self._viscous * QD + self._coulomb * np.sign(QD)
+        out = self._friction(QD)
         return self._out(self._finite(out, "tau_fr(qd)", qd=QD), single)
 
     def inverse_dynamics(self, q, qd, qdd, friction=False, f_ext=None, f_ext_frame=None):
@@ -494,7 +552,7 @@ class RobotModel:
         out = np.empty_like(Q)
         K.batch_rnea(self._bodies, self._gravity, Q, QD, QDD, fb, X, F, out)
         if _flag(friction, "friction"):
-            out += self._viscous * QD + self._coulomb * np.sign(QD)
+            out += self._friction(QD)
         return self._out(self._finite(out, "inverse dynamics tau", q=Q, qd=QD, qdd=QDD,
                                       f_ext=F), single)
 
@@ -508,7 +566,7 @@ class RobotModel:
         TAU, _ = self._states(tau, "tau", like=np.shape(q))
         fb, X, F = self._fext(f_ext, f_ext_frame, Q.shape[0], single)
         if _flag(friction, "friction"):
-            TAU = TAU - (self._viscous * QD + self._coulomb * np.sign(QD))
+            TAU = TAU - self._friction(QD)
         out = np.empty_like(Q)
         status = np.zeros(Q.shape[0], dtype=np.int64)
         K.batch_forward_dynamics(self._bodies, self._gravity, Q, QD, TAU, fb, X, F, out, status)

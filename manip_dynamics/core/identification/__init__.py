@@ -7,7 +7,9 @@ program (:mod:`.consistent_fit`); payload estimation at a frame (:mod:`.payload`
 gains (N m/A) and a load from a run without and one with a known load (:mod:`.drive_gains`); argument
 checks of these entry points (:mod:`.arguments`); rosbag2 MCAP joint-state recordings, the
 input this folder reads and the recorder node writes (:mod:`.recording`, no rclpy); CSV
-logs of a real arm's logger, read into the same log (:mod:`.csv_log`).
+logs of a real arm's logger, read into the same log (:mod:`.csv_log`); the nearest real
+body to an estimate that is none, for the written URDF (:mod:`.real_body`); a model's
+held-out errors, RMS and rre per joint (:mod:`.validation`).
 
 May import: numpy, scipy, :mod:`manip_dynamics.core.dynamics`,
 :mod:`manip_dynamics.core.errors`, and through :mod:`manip_dynamics.core.extras` cvxpy (the

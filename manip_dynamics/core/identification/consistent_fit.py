@@ -9,7 +9,8 @@ convex::
 
     min_pi  | [A pi - z; rho] |           A = R_w B (p_b, p), z = z_w (p_b,)  (R factor of the
     s.t.    D_b P(pi_b) D_b >= margin 1    QR of the weighted base regressor, rho its residual)
-            viscous, coulomb >= 0
+            armature, viscous, coulomb >= 0   (the joint terms after the bodies; an offset
+                                               has any sign: ``nonnegative``)
 
 (``|[A pi - z; rho]|`` is the whole weighted residual norm, rho the part no beta reduces).
 Its optimum is a global one, and a conic interior-point solver certifies it with a dual
@@ -134,7 +135,8 @@ def _scales(A, prior, nb, start):
     return s, G
 
 
-def consistent_fit(A, z, rho, prior, nb, margin=1e-6, start=None, tolerance=1e-3):
+def consistent_fit(A, z, rho, prior, nb, margin=1e-6, start=None, tolerance=1e-3,
+                   nonnegative=None, loose=()):
     """The semidefinite fit of the module docstring -> :class:`ConsistentFit`.
 
     A (p_b, p), z (p_b,), rho >= 0: min |[A pi - z; rho]| is the weighted least squares
@@ -147,7 +149,11 @@ def consistent_fit(A, z, rho, prior, nb, margin=1e-6, start=None, tolerance=1e-3
     magnitudes scale the friction columns (the prior's friction is often 0, and the
     friction torque of a small arm can dwarf its inertial torques); tolerance eps_r >= 0:
     the second stage keeps the relative weighted residual within (1 + eps_r) of the
-    first's. InputError if no solver finds the fit's optimum."""
+    first's; nonnegative (p - 10 nb,) bool: which joint-term columns (armature, friction)
+    are constrained >= 0 (default all); loose: columns the second stage hardly pulls
+    (weight 1e-3: an armature no data can separate from its link's inertia takes what the
+    link, kept close to the prior, does not hold). InputError if no solver finds the fit's
+    optimum."""
     cp = import_extra("cvxpy", __name__)
 
     A, z, prior = (np.asarray(a, dtype=float) for a in (A, z, prior))
@@ -156,24 +162,45 @@ def consistent_fit(A, z, rho, prior, nb, margin=1e-6, start=None, tolerance=1e-3
     norm = float(np.sqrt(z @ z + rho ** 2)) or 1.0
     A_s, z_s, rho_s = A * s / norm, z / norm, float(rho) / norm
     x = cp.Variable(p)
+    terms = _TermConstraints(p - 10 * nb, nb, nonnegative)
     real = [cp.reshape(G[b] @ x[10 * b:10 * b + 10], (4, 4), order="F") >> margin * np.eye(4)
-            for b in range(nb)]
-    if p > 10 * nb:
-        real.append(x[10 * nb:] >= 0)
+            for b in range(nb)] + terms(x)
     residual = cp.norm(cp.hstack([A_s @ x - z_s, np.array([rho_s])]))
     status, solver, gap = _solve(cp.Problem(cp.Minimize(residual), real), ("CLARABEL", "SCS"))
     x_fit = np.array(x.value)
     best = float(np.sqrt(np.sum((A_s @ x_fit - z_s) ** 2) + rho_s ** 2))
     try:
         prior_status, x_out = _closest(A_s, z_s, rho_s, x_fit, best * (1.0 + tolerance),
-                                       prior / s, prior_weights(prior, nb, p), G, nb, margin)
+                                       prior / s, _loosened(prior_weights(prior, nb, p), loose),
+                                       G, nb, margin, terms)
     except InputError as exc:
         prior_status, x_out = f"failed ({exc})", x_fit
     res = float(np.sqrt(np.sum((A_s @ x_out - z_s) ** 2) + rho_s ** 2))
     return ConsistentFit(s * x_out, status, solver, res, gap, prior_status, best, tolerance)
 
 
-def _closest(A_s, z_s, rho_s, x_fit, bound, x_prior, weight, G, nb, margin):
+def _loosened(weight, loose):
+    weight = weight.copy()
+    weight[list(loose)] = 1e-3
+    return weight
+
+
+class _TermConstraints:
+    """The joint terms' constraints on the scaled x: x_k >= 0 where ``nonnegative`` (default
+    every term column)."""
+
+    def __init__(self, count, nb, nonnegative):
+        mask = np.ones(count, dtype=bool) if nonnegative is None else np.asarray(nonnegative,
+                                                                                 dtype=bool)
+        if mask.shape != (count,):
+            raise InputError(f"nonnegative must have shape ({count},), got {mask.shape}")
+        self.nonneg = 10 * nb + np.nonzero(mask)[0]
+
+    def __call__(self, x):
+        return [x[self.nonneg] >= 0] if len(self.nonneg) else []
+
+
+def _closest(A_s, z_s, rho_s, x_fit, bound, x_prior, weight, G, nb, margin, terms=None):
     """(status, x) of the second stage, in the scaled variables: among the real x with
     |[A_s x - z_s; rho_s]| <= bound, the closest to x_prior in |weight (x - target)| (target:
     x_prior's inertial part, x_fit's friction: the URDF's friction, usually 0, is no prior).
@@ -197,7 +224,9 @@ def _closest(A_s, z_s, rho_s, x_fit, bound, x_prior, weight, G, nb, margin):
     x = x_fit + (Vt[:pb].T * c) @ v + Vt[pb:].T @ w
     real = [cp.reshape(G[b] @ x[10 * b:10 * b + 10], (4, 4), order="F") >> margin * np.eye(4)
             for b in range(nb)]
-    if p > 10 * nb:
+    if terms is not None:
+        real += terms(x)
+    elif p > 10 * nb:
         real.append(x[10 * nb:] >= 0)
     target = np.concatenate([x_prior[:10 * nb], x_fit[10 * nb:]])
     problem = cp.Problem(cp.Minimize(cp.norm(cp.multiply(weight, x - target))),

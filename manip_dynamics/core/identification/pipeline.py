@@ -14,9 +14,10 @@ Pipeline (docs/identification.md has the math):
    pseudo-inertia being positive definite with a margin, a semidefinite program solved to
    its certified optimum, then the real parameters closest to the prior within
    ``tolerance`` of that residual (:mod:`.consistent_fit`).
-3. :func:`identified_urdf`: the same URDF text with the new ``<inertial>`` (and, with
-   friction, ``<dynamics damping friction>``, a negative estimate written as 0 with a note)
-   values; :func:`check_written_urdf` reads it back and checks every body.
+3. :func:`identified_urdf`: the same URDF text with the new ``<inertial>`` (a body that is
+   not a real one written as the nearest real body, :mod:`.real_body`, with a note) and,
+   with friction, ``<dynamics damping friction>`` (a negative estimate written as 0 with a
+   note) values; :func:`check_written_urdf` reads it back and checks every body.
 """
 from __future__ import annotations
 
@@ -28,24 +29,29 @@ import numpy as np
 import scipy.linalg
 import scipy.signal
 
-from ..dynamics.checks import _flag
+from ..dynamics.checks import _as_float, _flag
 from ..dynamics.urdf import _parse_inertial
 from ..dynamics.model import RobotModel
 from ..errors import InputError, ManipDynamicsError
 from . import arguments
 from .consistent_fit import body_scales, consistent_fit
-from .regressor import (base_parameters, inertia_from_parameters, inertial_parameters,
+from .real_body import MARGIN, nearest_real_body, scaled_min_eigenvalue
+from .regressor import (NONNEGATIVE_TERMS, base_parameters, friction_terms,
+                        inertia_from_parameters, inertial_parameters, joint_terms,
                         joint_torque_regressor, model_parameters, parameter_names,
-                        physically_consistent, pseudo_inertia)
+                        physically_consistent, pseudo_inertia, term_values)
 
 
 @dataclass(frozen=True)
 class Samples:
     """Joint-space samples ready for identification: t (N,) s, q, qd, qdd, tau (N, n).
 
-    coulomb (N, n) or None: the Coulomb regressor column sign(qd) low-pass filtered at the
-    full rate with the filter tau went through (see :func:`filter_recording`); None: the
-    regressor uses sign(qd) of the samples."""
+    coulomb (N, n) or None: the Coulomb regressor column s(qd) (sign(qd), or tanh(qd /
+    friction_width) where the width > 0) low-pass filtered at the full rate with the filter
+    tau went through (see :func:`filter_recording`), coulomb_positive (N, n) the same of
+    max(s, 0) (the negative direction's column is their difference); None: the regressor
+    uses s(qd) of the samples. friction_width (n,) rad/s: the width those columns were made
+    with (None: 0, sign(qd))."""
 
     t: np.ndarray
     q: np.ndarray
@@ -53,6 +59,8 @@ class Samples:
     qdd: np.ndarray
     tau: np.ndarray
     coulomb: np.ndarray | None = None
+    coulomb_positive: np.ndarray | None = None
+    friction_width: np.ndarray | None = None
 
     def __post_init__(self):
         """Checks and converts every field: InputError naming it (shape, first bad entry)."""
@@ -61,8 +69,10 @@ class Samples:
         shape = (len(t), q.shape[1])
         fields = dict(t=t, q=q, **{name: arguments.array(name, getattr(self, name), shape)
                                    for name in ("qd", "qdd", "tau")})
-        if self.coulomb is not None:
-            fields["coulomb"] = arguments.array("coulomb", self.coulomb, shape)
+        for name in ("coulomb", "coulomb_positive"):
+            if getattr(self, name) is not None:
+                fields[name] = arguments.array(name, getattr(self, name), shape)
+        fields["friction_width"] = _width(self.friction_width, shape[1])
         for name, value in fields.items():
             object.__setattr__(self, name, value)
 
@@ -76,7 +86,21 @@ class Samples:
 
     def __getitem__(self, sl):
         return Samples(self.t[sl], self.q[sl], self.qd[sl], self.qdd[sl], self.tau[sl],
-                       None if self.coulomb is None else self.coulomb[sl])
+                       None if self.coulomb is None else self.coulomb[sl],
+                       None if self.coulomb_positive is None else self.coulomb_positive[sl],
+                       self.friction_width)
+
+
+def _width(width, n):
+    """friction_width as an (n,) array, finite and >= 0 (a scalar broadcast; None: zeros)."""
+    if width is None:
+        return np.zeros(n)
+    w = _as_float(width, "friction_width")
+    w = arguments.array("friction_width", np.full(n, float(w)) if w.ndim == 0 else w, (n,))
+    if (w < 0).any():
+        j = int(np.argmax(w < 0))
+        raise InputError(f"friction_width[{j}] = {w[j]} must be >= 0 (0: sign(qd))")
+    return w
 
 
 # ----------------------------------------------------------------------------- filtering
@@ -91,7 +115,8 @@ def _uniform(t, arrays):
                  for a in arrays], dt
 
 
-def filter_recording(t, q, qd, tau, cutoff=10.0, order=4, decimate=None, trim=None):
+def filter_recording(t, q, qd, tau, cutoff=10.0, order=4, decimate=None, trim=None,
+                     friction_width=0.0):
     """Samples from a recording: zero-phase low-pass, qdd by central differences.
 
     t (N,) s strictly increasing; q, tau (N, n); qd (N, n) or None (then qd = d q_f / dt).
@@ -100,7 +125,10 @@ def filter_recording(t, q, qd, tau, cutoff=10.0, order=4, decimate=None, trim=No
     and the motion see the same filter. qdd = central differences of the filtered qd
     (``np.gradient``, second order). The Coulomb column sign(qd) is discontinuous, so unlike
     the smooth columns it does not commute with the filter: it is filtered explicitly at
-    the full rate (``Samples.coulomb``), as tau was ("parallel filtering" of that column).
+    the full rate (``Samples.coulomb``; with its positive part ``coulomb_positive`` for the
+    Coulomb friction per direction), as tau was ("parallel filtering" of that column);
+    ``friction_width`` (scalar or (n,) rad/s, >= 0): tanh(qd / width) in place of sign(qd)
+    where > 0 (the model's ``friction_width``, which :func:`identify` checks).
     ``trim`` samples (default three cutoff periods, 3 fs/cutoff)
     are dropped at each end: filtfilt extends the signal by odd reflection, which is only
     C^1 at the ends, and the transient of the kink decays over a few periods (measured on
@@ -115,6 +143,7 @@ def filter_recording(t, q, qd, tau, cutoff=10.0, order=4, decimate=None, trim=No
     order = arguments.count("order", order, 1)
     decimate = None if decimate is None else arguments.count("decimate", decimate, 1)
     trim = None if trim is None else arguments.count("trim", trim, 0)
+    width = _width(friction_width, arrays[0].shape[1])
     t, (q, qd, tau), dt = _uniform(t, arrays)
     fs = 1.0 / dt
     cutoff = arguments.scalar("cutoff", cutoff)
@@ -125,13 +154,16 @@ def filter_recording(t, q, qd, tau, cutoff=10.0, order=4, decimate=None, trim=No
     q_f, tau_f = lowpass(q), lowpass(tau)
     qd_f = np.gradient(q_f, dt, axis=0) if qd is None else lowpass(qd)
     qdd_f = np.gradient(qd_f, dt, axis=0)
-    coulomb = lowpass(np.sign(qd_f))
+    smooth = width > 0
+    sign = np.where(smooth, np.tanh(qd_f / np.where(smooth, width, 1.0)), np.sign(qd_f))
+    coulomb, positive = lowpass(sign), lowpass(np.maximum(sign, 0.0))
     trim = int(round(3 * fs / cutoff)) if trim is None else int(trim)
     step = max(1, int(fs // (5 * cutoff))) if decimate is None else int(decimate)
     sl = slice(trim, len(t) - trim, step)
     if len(t[sl]) < 2:
         raise InputError(f"recording too short: {len(t)} samples, {2 * trim} trimmed")
-    return Samples(t[sl], q_f[sl], qd_f[sl], qdd_f[sl], tau_f[sl], coulomb[sl])
+    return Samples(t[sl], q_f[sl], qd_f[sl], qdd_f[sl], tau_f[sl], coulomb[sl], positive[sl],
+                   width)
 
 
 def _check_recording(t, arrays):
@@ -166,7 +198,13 @@ class Identification:
     best over real bodies), residual (that relative residual at pi), stage_statuses
     ({stage: status}), best_residual (the first stage's), tolerance (eps_r: residual <=
     (1 + eps_r) best_residual), warnings (one sentence per stage not 'optimal'; empty when
-    all are). solver_status is 'optimal' only when every stage is."""
+    all are). solver_status is 'optimal' only when every stage is. friction: False or the
+    friction model's name ('symmetric' for True; regressor.FRICTION_MODELS); armature:
+    whether pi holds the joints' armature (after the bodies' columns); inseparable_armature:
+    the joints whose armature no data can tell from their links' inertias (the column
+    qdd_j is a combination of inertia columns: a first joint about a vertical axis, a UR's
+    shoulder lift); both fits keep the links at the prior along it and put the rest into
+    the armature (the same M either way)."""
 
     base: object
     beta: np.ndarray
@@ -188,30 +226,59 @@ class Identification:
     best_residual: float | None = None
     tolerance: float | None = None
     warnings: tuple = ()
+    armature: bool = False
+    inseparable_armature: tuple = ()
 
 
-def regressor_rows(model, samples, friction, progress=None, chunk=2000):
-    """Y (N, n, p) of the samples, computed in chunks; progress(done, total) after each."""
-    N = len(samples)
+def regressor_rows(model, samples, friction, progress=None, chunk=2000, armature=False):
+    """Y (N, n, p) of the samples, computed in chunks; progress(done, total) after each.
+    The Coulomb columns are the samples' filtered ones where they have them (their width
+    must be the model's friction_width: InputError otherwise)."""
+    N, n = len(samples), model.n
+    terms = joint_terms(friction, armature)
+    filtered = samples.coulomb is not None and any(t.startswith("coulomb") for t in terms)
+    if filtered and not np.array_equal(samples.friction_width, model.friction_width):
+        raise InputError(f"samples: their Coulomb columns were filtered with friction_width "
+                         f"{samples.friction_width.tolist()}, the model's is "
+                         f"{model.friction_width.tolist()} (filter_recording(..., "
+                         "friction_width=model.friction_width))")
+    start = 10 * len(model.body_links)
     blocks = []
     for s in range(0, N, chunk):
         sl = slice(s, min(N, s + chunk))
         Y = joint_torque_regressor(model, samples.q[sl], samples.qd[sl], samples.qdd[sl],
-                                   friction)
-        if friction and samples.coulomb is not None:
-            n = model.n
-            Y[:, np.arange(n), Y.shape[2] - n + np.arange(n)] = samples.coulomb[sl]
+                                   friction, armature)
+        if filtered:
+            columns = _filtered_coulomb(samples, sl)
+            for k, term in enumerate(terms):
+                if term in columns:
+                    Y[:, np.arange(n), start + k * n + np.arange(n)] = columns[term]
         blocks.append(Y)
         if progress is not None:
             progress(sl.stop, N)
     return np.concatenate(blocks, axis=0)
 
 
+def _filtered_coulomb(samples, sl):
+    """{Coulomb term: its filtered (rows, n) column} of the samples in ``sl``."""
+    out = {"coulomb": samples.coulomb[sl]}
+    if samples.coulomb_positive is not None:
+        positive = samples.coulomb_positive[sl]
+        out.update(coulomb_positive=positive, coulomb_negative=samples.coulomb[sl] - positive)
+    return out
+
+
 def identify(model, samples, friction=True, consistent=False, base=None, prior=None,
-             min_speed=0.0, progress=None, margin=1e-6, tolerance=1e-3):
+             min_speed=0.0, progress=None, margin=1e-6, tolerance=1e-3, armature=False):
     """Identify the base parameters (and a full parameter vector) of ``model``'s structure.
 
-    samples: :class:`Samples`; friction: also viscous and Coulomb coefficients per joint;
+    samples: :class:`Samples`; friction: also the friction per joint: True (viscous and
+    Coulomb, the symmetric model) or a name of regressor.FRICTION_MODELS ('asymmetric':
+    Coulomb per direction, 'offset', 'asymmetric+offset'), the smooth sign's width being
+    the model's friction_width; armature: also each joint's armature (reflected rotor
+    inertia, column qdd_j; >= 0 in the consistent fit; a joint whose armature is not
+    separable from its links' inertias takes what the prior's link inertia does not hold,
+    ``inseparable_armature``);
     base: a BaseParameters (default: :func:`base_parameters` of the model); prior (p,)
     parameters the unidentifiable directions are taken from (default: the model's own, i.e.
     the URDF); min_speed (rad/s or m/s): drop the equation of joint j at the samples where
@@ -221,11 +288,12 @@ def identify(model, samples, friction=True, consistent=False, base=None, prior=N
     real parameters closest to the prior among those within 1 + eps_r of the best real
     fit's residual). Returns :class:`Identification`.
     """
-    base, prior = _check_identify(model, samples, friction, base, prior)
+    friction = _friction_name(friction)
+    base, prior = _check_identify(model, samples, friction, base, prior, armature)
     min_speed = arguments.scalar("min_speed", min_speed, 0.0)
     margin = arguments.scalar("margin", margin, 0.0, 1.0)
     tolerance = arguments.scalar("tolerance", tolerance, 0.0, 1.0)
-    Y = regressor_rows(model, samples, friction, progress)
+    Y = regressor_rows(model, samples, friction, progress, armature=armature)
     W = base.regressor(Y)                                  # (N, n, p_b)
     N, n, pb = W.shape
     keep = np.abs(samples.qd) >= min_speed                 # (N, n) equations used
@@ -246,18 +314,53 @@ def identify(model, samples, friction=True, consistent=False, base=None, prior=N
     beta = scipy.linalg.solve_triangular(Rw, zw)
     Rinv = scipy.linalg.solve_triangular(Rw, np.eye(pb))
     cov = rho2 / (rows - pb) * Rinv @ Rinv.T
-    scale = parameter_scale(prior, len(model.body_links), friction)
-    free = _closest_to_prior(base.matrix, beta, prior, scale)
+    nb = len(model.body_links)
+    scale = parameter_scale(prior, nb, friction, armature)
+    loose = [10 * nb + j for j in _inseparable_armature(model, base, armature)]
+    free = _closest_to_prior(base.matrix, beta, prior, scale, loose)
+    tail = dict(armature=armature, inseparable_armature=tuple(model.joint_names[k - 10 * nb]
+                                                              for k in loose))
     if not consistent:
         return Identification(base, beta, np.sqrt(np.diag(cov)), cov, sigma, cond, free,
-                              base.beta(free), False, friction, rows, free)
-    fit = consistent_fit(Rw @ base.matrix, zw, np.sqrt(rho2), prior, len(model.body_links),
-                         margin, start=free, tolerance=tolerance)
+                              base.beta(free), False, friction, rows, free, **tail)
+    nonnegative = np.repeat([t in NONNEGATIVE_TERMS for t in joint_terms(friction, armature)],
+                            model.n)
+    fit = consistent_fit(Rw @ base.matrix, zw, np.sqrt(rho2), prior, nb, margin, start=free,
+                         tolerance=tolerance, nonnegative=nonnegative, loose=loose)
     return Identification(base, beta, np.sqrt(np.diag(cov)), cov, sigma, cond, fit.pi,
                           base.beta(fit.pi), True, friction, rows, free, fit.solver,
                           _overall_status(fit), fit.optimality_gap, fit.residual,
                           fit.stage_statuses(), fit.best_residual, tolerance,
-                          _solver_warnings(fit))
+                          _solver_warnings(fit), **tail)
+
+
+def _friction_name(friction):
+    """False or the friction model's name ('symmetric' for True)."""
+    terms = friction_terms(friction)
+    if not terms:
+        return False
+    return "symmetric" if friction is True or not isinstance(friction, str) else friction
+
+
+def _inseparable_armature(model, base, armature):
+    """Joints j (indices) whose armature column is not separately identifiable: e_j is not
+    in the row space of the base matrix B (beta = B pi), so no combination of base
+    parameters gives it (a rotor is one inertia with its link's moment about the joint's
+    axis when no other joint's motion changes that moment's share: a vertical first joint,
+    or a UR's shoulder lift, perpendicular to it)."""
+    if not armature:
+        return []
+    B = base.matrix
+    _, sv, Vt = np.linalg.svd(B, full_matrices=False)
+    V = Vt[sv > 1e-10 * sv[0]]
+    start = 10 * len(model.body_links)
+    held = []
+    for j in range(model.n):
+        e = np.zeros(B.shape[1])
+        e[start + j] = 1.0
+        if np.linalg.norm(e - V.T @ (V @ e)) > 1e-6:
+            held.append(j)
+    return held
 
 
 def _overall_status(fit):
@@ -282,7 +385,7 @@ def _solver_warnings(fit):
     return tuple(out)
 
 
-def _check_identify(model, samples, friction, base, prior):
+def _check_identify(model, samples, friction, base, prior, armature=False):
     """-> (base, prior) of :func:`identify` checked against the model; InputError naming the
     argument otherwise."""
     if not isinstance(samples, Samples):
@@ -291,13 +394,14 @@ def _check_identify(model, samples, friction, base, prior):
     if samples.q.shape[1] != model.n:
         raise InputError(f"samples have {samples.q.shape[1]} joints, the model {model.n} "
                          f"({', '.join(model.joint_names)})")
-    friction = _flag(friction, "friction")
-    names = parameter_names(model, friction)
+    armature = _flag(armature, "armature")
+    names = parameter_names(model, friction, armature)
     if base is not None and tuple(base.names) != names:
         raise InputError(f"base: base parameters of another structure ({len(base.names)} "
-                         f"parameters, the model with friction={friction} has {len(names)})")
-    base = base or base_parameters(model, friction)
-    prior = (model_parameters(model, friction) if prior is None
+                         f"parameters, the model with friction={friction}, armature="
+                         f"{armature} has {len(names)})")
+    base = base or base_parameters(model, friction, armature=armature)
+    prior = (model_parameters(model, friction, armature) if prior is None
              else arguments.array("prior", prior, (len(names),)))
     return base, prior
 
@@ -323,32 +427,73 @@ def _check_excitation(R, base):
     return cond
 
 
-def parameter_scale(prior, nb, friction):
+def parameter_scale(prior, nb, friction, armature=False):
     """Per-parameter scale s (p,) of the prior's metric: |prior| plus 1% of the mean |prior| of
-    its kind (masses, first moments, inertias, viscous, Coulomb); a kind that is all zero in
-    the prior (typically friction: URDFs rarely have it) gets scale 1 (SI units)."""
+    its kind (masses, first moments, inertias, each joint term: armature, viscous, Coulomb
+    ...); a kind that is all zero in the prior (typically friction and armature: URDFs have
+    none) gets scale 1 (SI units)."""
     s = np.abs(np.asarray(prior, dtype=float)).copy()
-    n = (len(s) - 10 * nb) // 2 if friction else 0
+    k_terms = len(joint_terms(friction, armature))
+    n = (len(s) - 10 * nb) // k_terms if k_terms else 0
     blocks = s[:10 * nb].reshape(nb, 10)
     kinds = [blocks[:, sl] for sl in (slice(0, 1), slice(1, 4), slice(4, 10))]
-    kinds += [s[10 * nb + k * n:10 * nb + (k + 1) * n] for k in range(2 if friction else 0)]
+    kinds += [s[10 * nb + k * n:10 * nb + (k + 1) * n] for k in range(k_terms)]
     for part in kinds:
         mean = part.mean() if part.size else 0.0
         part += 0.01 * mean if mean > 0 else 1.0
     return s
 
 
-def _closest_to_prior(B, beta, prior, scale):
-    """argmin |(pi - prior) / scale| subject to B pi = beta (a minimum-norm correction)."""
-    BS = B * scale
-    corr = np.linalg.lstsq(BS, beta - B @ prior, rcond=None)[0]
-    return prior + scale * corr
+def _closest_to_prior(B, beta, prior, scale, loose=()):
+    """argmin |(pi - prior) / scale| subject to B pi = beta (a minimum-norm correction); the
+    columns ``loose`` (an inseparable armature) are free, outside the norm: with P the
+    projector off their span, the others' correction y is the minimum-norm solution of
+    P B_r y = P c (c = beta - B prior), then theirs solves B_l d = c - B_r y."""
+    c = beta - B @ prior
+    rest = np.setdiff1d(np.arange(B.shape[1]), loose)
+    BS = B[:, rest] * scale[rest]
+    out = np.array(prior, dtype=float)
+    if not len(loose):
+        out[rest] += scale[rest] * np.linalg.lstsq(BS, c, rcond=None)[0]
+        return out
+    Q = np.linalg.qr(B[:, loose])[0]
+    P = np.eye(len(c)) - Q @ Q.T
+    y = np.linalg.lstsq(P @ BS, P @ c, rcond=None)[0]
+    out[rest] += scale[rest] * y
+    out[loose] += np.linalg.lstsq(B[:, loose], c - BS @ y, rcond=None)[0]
+    return out
 
 
 # ----------------------------------------------------------------------------- evaluation
-def predicted_torques(model, pi, samples, friction):
+def predicted_torques(model, pi, samples, friction, armature=False):
     """tau = Y pi (N, n) over the samples, for full parameters pi in model's structure."""
-    return regressor_rows(model, samples, friction) @ pi
+    return regressor_rows(model, samples, friction, armature=armature) @ pi
+
+
+def identified_model(model, pi, friction, armature=False):
+    """(model with pi's joint terms, notes): ``model`` with the armature (if ``armature``)
+    and the friction model of pi (``friction``: regressor.friction_terms; the other friction
+    fields keep the model's, a symmetric fit sets both Coulomb directions), for the side
+    file (core/dynamics/side_file.write_side_file). Inertias are not changed (they go to
+    the URDF). A negative armature, viscous or Coulomb estimate (the unconstrained fit has
+    no bound) is no physical value and the side file refuses it: set to 0 with a note
+    giving the estimate. The offset keeps its sign."""
+    values = term_values(model, pi, friction, armature)
+    notes = []
+    for term, v in values.items():
+        if term in NONNEGATIVE_TERMS and (v < 0).any():
+            for j in np.nonzero(v < 0)[0]:
+                notes.append(f"{model.joint_names[j]}: estimated {term} {v[j]:.6g} is negative "
+                             "(no physical value; the side file refuses it): written as 0")
+            values[term] = np.maximum(v, 0.0)
+    if "armature" in values:
+        model = model.with_armature(values["armature"])
+    if "viscous" in values:
+        positive = values.get("coulomb", values.get("coulomb_positive"))
+        negative = values.get("coulomb", values.get("coulomb_negative"))
+        model = model.with_friction(values["viscous"], positive, negative,
+                                    values.get("offset"))
+    return model, notes
 
 
 def rms_error(tau_pred, tau):
@@ -357,16 +502,23 @@ def rms_error(tau_pred, tau):
 
 
 # ----------------------------------------------------------------------------- URDF output
-def identified_urdf(xml, model, pi, friction):
+def identified_urdf(xml, model, pi, friction, armature=False):
     """URDF text: ``xml`` with each body's inertia set from pi (model's structure; same links
     and joints). Links lumped into a body keep their URDF inertials and the body's link gets
     the difference, unless that difference is not a real rigid body while the whole body
-    is: then the body's link gets it all and the lumped links' masses are set to zero. With
-    friction, each joint's ``<dynamics damping friction>`` is set from pi's tail.
+    is: then the body's link gets it all and the lumped links' masses are set to zero. A
+    body whose pi is no real body (a negative principal moment or mass, which no URDF parser
+    loads; least squares give them) is written as the nearest real body
+    (:func:`.real_body.nearest_real_body`), with a note giving both. With
+    friction, each joint's ``<dynamics damping friction>`` is set from pi's tail (a URDF has
+    a symmetric Coulomb term and no offset: Coulomb per direction is written as the mean
+    of the two directions, and the side file, :func:`identified_model`, holds the whole
+    model); pi's armature (``armature``) goes to the side file only.
     Returns (xml text, list of notes for the report). InputError naming the argument for an
     xml that is not the model's URDF or a pi of the wrong length or not finite."""
-    friction = _flag(friction, "friction")
-    pi = arguments.array("pi", pi, (len(parameter_names(model, friction)),))
+    friction = _friction_name(friction)
+    armature = _flag(armature, "armature")
+    pi = arguments.array("pi", pi, (len(parameter_names(model, friction, armature)),))
     if not isinstance(xml, str):
         raise InputError(f"xml must be the URDF text (str), got {type(xml).__name__}")
     try:
@@ -380,8 +532,10 @@ def identified_urdf(xml, model, pi, friction):
     if missing:
         raise InputError(f"xml is not the model's URDF: no link/joint {missing[0]!r}")
     notes = []
+    m_s, L_s = body_scales(model_parameters(model), len(model.body_links))
     for b, link in enumerate(model.body_links):
-        pi_b = np.asarray(pi[10 * b:10 * b + 10], dtype=float)
+        pi_b = _real_body(np.asarray(pi[10 * b:10 * b + 10], dtype=float), link, m_s[b],
+                          L_s[b], notes)
         lumped = _lumped_parameters(model, links, b, link)
         pi_link = pi_b - sum(lumped.values(), np.zeros(10))
         if lumped and not physically_consistent(pi_link) and physically_consistent(pi_b):
@@ -392,22 +546,44 @@ def identified_urdf(xml, model, pi, friction):
                          f"(masses of {', '.join(lumped)} set to 0)")
         _set_inertial(links[link], pi_link)
     if friction:
-        _set_friction(root, model, pi, notes)
+        _set_friction(root, model, term_values(model, pi, friction, armature), notes)
     return ET.tostring(root, encoding="unicode"), notes
 
 
-def _set_friction(root, model, pi, notes):
-    """Each joint's <dynamics damping friction> from pi's tail; a negative estimate (no
+def _real_body(pi_b, link, mass_scale, length_scale, notes):
+    """pi_b, or the nearest real body to it (real_body.nearest_real_body) with a note when
+    it is none: a negative principal moment or mass, which no URDF parser loads."""
+    if physically_consistent(pi_b):
+        return pi_b
+    real = nearest_real_body(pi_b, mass_scale, length_scale)
+    (m0, _, I0), (m1, _, I1) = inertia_from_parameters(pi_b), inertia_from_parameters(real)
+    notes.append(f"{link}: the estimate is not a real rigid body (mass {m0:.6g} kg, principal "
+                 f"moments {_moments(I0)} kg m^2; scaled pseudo-inertia eigenvalue "
+                 f"{scaled_min_eigenvalue(pi_b, mass_scale, length_scale):.3g}): written as "
+                 f"the nearest real body (eigenvalues below {MARGIN:g} raised to it; mass "
+                 f"{m1:.6g} kg, principal moments {_moments(I1)} kg m^2)")
+    return real
+
+
+def _moments(I):
+    return "[" + ", ".join(f"{v:.4g}" for v in np.linalg.eigvalsh(I)) + "]"
+
+
+def _set_friction(root, model, values, notes):
+    """Each joint's <dynamics damping friction> from the fitted terms ``values``
+    (regressor.term_values; Coulomb per direction: their mean); a negative estimate (no
     friction is negative, and a URDF parser refuses it) is written as 0 with a note giving
     the estimate."""
-    n, nb = model.n, len(model.body_links)
     joints = {el.get("name"): el for el in root.findall("joint")}
+    coulomb = values.get("coulomb")
+    if coulomb is None:
+        coulomb = 0.5 * (values["coulomb_positive"] + values["coulomb_negative"])
     for j, name in enumerate(model.joint_names):
         dyn = joints[name].find("dynamics")
         if dyn is None:
             dyn = ET.SubElement(joints[name], "dynamics")
-        for key, value, unit in (("damping", pi[10 * nb + j], "N m s/rad"),
-                                 ("friction", pi[10 * nb + n + j], "N m")):
+        for key, value, unit in (("damping", values["viscous"][j], "N m s/rad"),
+                                 ("friction", coulomb[j], "N m")):
             if value < 0:
                 notes.append(f"{name}: estimated {key} {value:.6g} {unit} is negative (no "
                              f"physical friction; a URDF refuses it): written as 0")

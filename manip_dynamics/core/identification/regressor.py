@@ -3,7 +3,7 @@
 Inverse dynamics is linear in the inertial parameters. With ``pi`` the stacked parameters
 of every moving body (and optionally the friction coefficients)::
 
-    tau = M(q) qdd + C(q, qd) qd + g(q) [+ viscous * qd + coulomb * sign(qd)] = Y(q, qd, qdd) pi
+    tau = M(q) qdd + C(q, qd) qd + g(q) [+ I_a qdd] [+ tau_fr(qd)] = Y(q, qd, qdd) pi
 
 **Bodies.** One moving body per revolute / continuous / prismatic joint, mimic joints
 included (``RobotModel.body_links``: the joint's child link, depth-first). Links hanging
@@ -21,8 +21,14 @@ Pinocchio's ``computeJointTorqueRegressor`` is a column-for-column reference)::
 
 mass (kg), first moment ``h = m c`` (kg m), inertia ``I_O`` about the BODY ORIGIN (kg m^2;
 ``I_O = I_c + m (|c|^2 1 - c c^T)``, parallel-axis theorem), all in body axes. These ten
-are the ones in which the dynamics are linear (``c`` and ``I_c`` are not). Friction, when
-asked for, appends ``[viscous_1..n, coulomb_1..n]``.
+are the ones in which the dynamics are linear (``c`` and ``I_c`` are not). The armature
+(reflected rotor inertia, ``tau_j += I_a,j qdd_j``), when asked for, appends
+``[armature_1..n]`` (columns ``qdd_j``); friction then appends one block of n per term of
+the friction model (:data:`FRICTION_MODELS`): ``viscous`` (column qd_j), ``coulomb``
+(s(qd_j)), ``coulomb_positive`` (max(s, 0)), ``coulomb_negative`` (min(s, 0)), ``offset``
+(1), with s = tanh(qd / width) where the model's ``friction_width`` > 0, else sign(qd)
+(RobotModel.friction_torques). ``friction=True`` is the symmetric model
+``[viscous_1..n, coulomb_1..n]``.
 
 **Construction.** For body ``b`` with frame origin O, rotation ``R = R_root_b``, Jacobian
 ``J_b`` (root axes, [v; w] of O), body-axes angular velocity ``w = R^T J_w qd``, angular
@@ -41,10 +47,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..dynamics.checks import _flag
 from ..errors import InputError
 from . import arguments
 
 PARAMETER_NAMES = ("m", "mcx", "mcy", "mcz", "Ixx", "Ixy", "Iyy", "Ixz", "Iyz", "Izz")
+# the friction models the regressor has columns for: name -> its terms, one block of n each
+FRICTION_MODELS = {"symmetric": ("viscous", "coulomb"),
+                   "asymmetric": ("viscous", "coulomb_positive", "coulomb_negative"),
+                   "offset": ("viscous", "coulomb", "offset"),
+                   "asymmetric+offset": ("viscous", "coulomb_positive", "coulomb_negative",
+                                         "offset")}
+NONNEGATIVE_TERMS = ("armature", "viscous", "coulomb", "coulomb_positive", "coulomb_negative")
 _SYM = ((0, 0), (0, 1), (1, 1), (0, 2), (1, 2), (2, 2))    # I entries in parameter order
 
 
@@ -187,36 +201,87 @@ def frame_regressor(model, q, qd, qdd, frame):
     return Y[0] if single else Y
 
 
-def joint_torque_regressor(model, q, qd, qdd, friction=False):
+def friction_terms(friction):
+    """The friction terms (a tuple of FRICTION_MODELS' names) of ``friction``: False / None
+    -> none, True -> the symmetric model, or a key of :data:`FRICTION_MODELS`; InputError
+    otherwise."""
+    if isinstance(friction, str) and friction in FRICTION_MODELS:
+        return FRICTION_MODELS[friction]
+    if friction is None:
+        return ()
+    try:
+        on = _flag(friction, "friction")
+    except InputError:
+        raise InputError(f"friction must be a bool or one of {', '.join(FRICTION_MODELS)}, "
+                         f"got {friction!r}") from None
+    return FRICTION_MODELS["symmetric"] if on else ()
+
+
+def joint_terms(friction=False, armature=False):
+    """The blocks of n columns after the bodies' (names, in order): 'armature' if
+    ``armature``, then :func:`friction_terms`."""
+    return (("armature",) if armature else ()) + friction_terms(friction)
+
+
+def smooth_sign(model, qd):
+    """s(qd) (..., n): tanh(qd / width) where the model's friction_width > 0, else sign(qd)."""
+    width = model.friction_width
+    smooth = width > 0
+    return np.where(smooth, np.tanh(qd / np.where(smooth, width, 1.0)), np.sign(qd))
+
+
+def _term_columns(term, QD, QDD, s):
+    """The (N, n) values of one joint term's columns (each on its own joint's row)."""
+    return {"armature": lambda: QDD, "viscous": lambda: QD, "coulomb": lambda: s,
+            "coulomb_positive": lambda: np.maximum(s, 0.0),
+            "coulomb_negative": lambda: np.minimum(s, 0.0),
+            "offset": lambda: np.ones_like(QD)}[term]()
+
+
+def joint_torque_regressor(model, q, qd, qdd, friction=False, armature=False):
     """Y (n, p) or (N, n, p): tau = Y(q, qd, qdd) pi (see the module docstring for pi).
 
-    p = 10 * len(model.body_links) [+ 2 n with friction: columns qd_j (viscous) and
-    sign(qd_j) (Coulomb) of joint j]. N*m (or N) per unit parameter; root-frame gravity
-    ``model.gravity``. ``Y @ model_parameters(model, friction) == inverse_dynamics``.
+    p = 10 * len(model.body_links) [+ n with armature: column qdd_j of joint j] [+ n per
+    friction term (:func:`friction_terms`; True: qd_j (viscous) and s(qd_j) (Coulomb))].
+    N*m (or N) per unit parameter; root-frame gravity ``model.gravity``.
+    ``Y @ model_parameters(model, friction, armature) == inverse_dynamics`` (with friction;
+    the symmetric model's where the model's Coulomb terms are symmetric).
     """
     Q, QD, QDD, single = _check_states(model, q, qd, qdd)
     blocks = [frame_regressor(model, Q, QD, QDD, link) for link in model.body_links]
-    if friction:
-        eye = np.eye(model.n)
-        blocks += [QD[:, :, None] * eye, np.sign(QD)[:, :, None] * eye]
+    terms = joint_terms(friction, armature)
+    if terms:
+        eye, s = np.eye(model.n), smooth_sign(model, QD)
+        blocks += [_term_columns(t, QD, QDD, s)[:, :, None] * eye for t in terms]
     Y = np.concatenate(blocks, axis=2) if blocks else np.zeros(Q.shape + (0,))
     return Y[0] if single else Y
 
 
-def model_parameters(model, friction=False):
-    """pi (p,) of ``model`` (payloads included) in the order of joint_torque_regressor."""
+def model_parameters(model, friction=False, armature=False):
+    """pi (p,) of ``model`` (payloads included) in the order of joint_torque_regressor
+    (coulomb: the model's coulomb, i.e. for qd > 0; coulomb_negative: its magnitude for
+    qd < 0; offset: friction_offset)."""
     pi = inertial_parameters(*model.body_inertias()).ravel()
-    if friction:
-        pi = np.concatenate([pi, model.viscous, model.coulomb])
-    return pi
+    values = {"armature": model.armature, "viscous": model.viscous, "coulomb": model.coulomb,
+              "coulomb_positive": model.coulomb, "coulomb_negative": model.coulomb_negative,
+              "offset": model.friction_offset}
+    return np.concatenate([pi] + [values[t] for t in joint_terms(friction, armature)])
 
 
-def parameter_names(model, friction=False):
-    """('<body link>.m', '<body link>.mcx', ...,  'viscous.<joint>', 'coulomb.<joint>')."""
+def parameter_names(model, friction=False, armature=False):
+    """('<body link>.m', '<body link>.mcx', ..., 'armature.<joint>', 'viscous.<joint>',
+    'coulomb.<joint>', ...): the terms of :func:`joint_terms`, each joint by joint."""
     names = [f"{link}.{p}" for link in model.body_links for p in PARAMETER_NAMES]
-    if friction:
-        names += [f"{kind}.{j}" for kind in ("viscous", "coulomb") for j in model.joint_names]
+    names += [f"{kind}.{j}" for kind in joint_terms(friction, armature)
+              for j in model.joint_names]
     return tuple(names)
+
+
+def term_values(model, pi, friction=False, armature=False):
+    """{term: (n,) values} of the joint terms in pi's tail (after the bodies' columns)."""
+    start = 10 * len(model.body_links)
+    return {t: np.asarray(pi[start + k * model.n:start + (k + 1) * model.n], dtype=float)
+            for k, t in enumerate(joint_terms(friction, armature))}
 
 
 # ----------------------------------------------------------------------------- base parameters
@@ -284,8 +349,11 @@ class BaseParameters:
         return out
 
 
-def base_parameters(model, friction=False, count=None, seed=0, tolerance=1e-8):
-    """The base parameters of ``model`` (structure only: they do not depend on its inertias).
+def base_parameters(model, friction=False, count=None, seed=0, tolerance=1e-8, armature=False):
+    """The base parameters of ``model`` (structure only: they do not depend on its inertias),
+    with the joint terms of ``friction`` and ``armature`` (:func:`joint_terms`). (A joint's
+    armature about a fixed vertical axis is not separable from its link's inertia about
+    that axis: such a column comes out dependent.)
 
     Stacks Y at ``count`` random states (default: enough for 4x as many rows as columns, at
     least 50), scales every column to unit norm and takes a QR factorisation with column
@@ -305,11 +373,11 @@ def base_parameters(model, friction=False, count=None, seed=0, tolerance=1e-8):
     count = None if count is None else arguments.count("count", count, 1)
     seed = arguments.count("seed", seed, 0)
     tolerance = arguments.scalar("tolerance", tolerance, 0.0, 1.0)
-    names = parameter_names(model, friction)
+    names = parameter_names(model, friction, armature)
     p = len(names)
     count = count or max(50, -(-4 * p // max(model.n, 1)))
     q, qd, qdd = random_states(model, count, np.random.default_rng(seed))
-    W = joint_torque_regressor(model, q, qd, qdd, friction).reshape(-1, p)
+    W = joint_torque_regressor(model, q, qd, qdd, friction, armature).reshape(-1, p)
     norms = np.linalg.norm(W, axis=0)
     zero = norms <= 1e-10 * norms.max()       # structurally zero, up to round-off (~1e-15)
     scale = np.where(zero, 1.0, norms)

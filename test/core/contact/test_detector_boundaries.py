@@ -185,3 +185,59 @@ def test_coulomb_friction_at_exactly_zero_velocity(friction_arm, kind, path):
     expected = -np.expm1(-np.outer(t, K_O)) * TAU_EXT
     assert math.isclose(expected[-1, 1], TAU_EXT[1], rel_tol=1e-6)       # settled
     np.testing.assert_allclose(r, expected, rtol=0, atol=1e-10)
+
+
+# ====================================== the side file's friction model in every path
+FC_NEG, OFFSET, WIDTH = np.array([0.5, 0.6]), np.array([-0.2, 0.15]), np.array([0.0, 0.3])
+
+
+def friction_model_closed_form(qd):
+    """viscous qd + (coulomb if qd > 0, coulomb_negative if qd < 0) s(qd) + offset, s =
+    sign (joint 1) or tanh(qd / 0.3) (joint 2), written out (docs/side_file.md)."""
+    out = []
+    for i, v in enumerate(qd):
+        s = math.tanh(v / WIDTH[i]) if WIDTH[i] > 0 else (1.0 if v > 0 else -1.0 if v < 0
+                                                          else 0.0)
+        out.append(VISCOUS[i] * v + (COULOMB[i] if v > 0 else FC_NEG[i]) * s + OFFSET[i])
+    return np.array(out)
+
+
+@pytest.mark.parametrize("speed", [2.5, -2.5, 0.1])
+@pytest.mark.parametrize("path", ["update", "run", "update_terms", "observe_contact"])
+def test_the_friction_model_is_subtracted_in_every_path(friction_arm, speed, path):
+    """Issue 34 item 4: Coulomb per direction, an offset and a smooth sign (a side file's
+    terms, RobotModel.with_friction) reach the observer's friction (its numba kernel too):
+    r(t_k) = (1 - exp(-K_O t_k)) tau_ext, joint 1 at `speed`, joint 2 moving slowly within
+    its tanh width."""
+    model, cf = friction_arm
+    model = model.with_friction(coulomb_negative=FC_NEG, offset=OFFSET, width=WIDTH)
+    t = np.concatenate(([0.0], np.cumsum(np.random.default_rng(9).uniform(1e-3, 0.02, 80))))
+
+    def sample(tk):
+        q, qd = np.array([0.3 + speed * tk, 0.9 - 0.05 * tk]), np.array([speed, -0.05])
+        return q, qd, cf.c(q, qd) + cf.g(q) + friction_model_closed_form(qd) - TAU_EXT
+
+    samples = [sample(tk) for tk in t]
+    options = dict(gains=K_O, friction=True, max_dt=0.05)
+    if path == "run":
+        r = MomentumObserver(model, **options).run(t, *(np.array(a) for a in zip(*samples)))
+    elif path == "observe_contact":
+        monitor = ContactMonitor(model, ObserverOptions(
+            gains=tuple(K_O), enter=(100.0,), friction=True, max_gap=0.05), "tip")
+        r = np.array([monitor.update_terms(tk, q, qd, tau, *model.compute_all(
+            q, qd, "tip", momentum=True)).residual.copy() for tk, (q, qd, tau) in zip(t, samples)])
+    else:
+        obs = MomentumObserver(model, **options)
+        rows = []
+        for tk, (q, qd, tau) in zip(t, samples):
+            if path == "update":
+                rows.append(obs.update(tk, q, qd, tau).residual)
+            else:
+                terms, momentum = model.compute_all(q, qd, "tip", momentum=True)
+                obs.update_terms(tk, momentum.p, momentum.ct, terms.g, tau, qd)
+                rows.append(obs.residual_buffer.copy())
+        r = np.array(rows)
+    expected = -np.expm1(-np.outer(t, K_O)) * TAU_EXT
+    # 1e-8: joint 2 moves, so p = M(q2) qd changes within a step and the step's constant-u
+    # assumption leaves ~1e-9 (the friction itself: a wrong term is off by >= 0.05 N*m)
+    np.testing.assert_allclose(r, expected, rtol=0, atol=1e-8)

@@ -55,6 +55,44 @@ def test_round_trip_is_exact(ur5, tmp_path):
     assert np.array_equal(side.model.mass_matrix(q), model.mass_matrix(q))
 
 
+def test_round_trip_of_the_friction_model(ur5, tmp_path):
+    """Asymmetric Coulomb, offsets of both signs and smooth-sign widths come back as the
+    same bits; a symmetric joint is written as one 'coulomb' (the schema's first form)."""
+    rng = np.random.default_rng(2)
+    fc_neg = rng.uniform(0, 10, 6) / 11
+    fc_neg[1] = 0.5
+    model = ur5.with_friction(rng.uniform(0, 20, 6) / 7, np.r_[0.3, 0.5, rng.uniform(0, 9, 4)],
+                              fc_neg, rng.uniform(-2, 2, 6) / 3,
+                              np.r_[0.0, 0.05, rng.uniform(0, 1, 4) / 7])
+    path = write_side_file(tmp_path / "ur5.dynamics.yaml", model)
+    text = path.read_text()
+    assert "coulomb: 0.5" in text and text.count("coulomb_positive") == 5
+    side = load_side_file(path, ur5)
+    for name in ("viscous", "coulomb", "coulomb_negative", "friction_offset", "friction_width"):
+        assert np.array_equal(getattr(side.model, name), getattr(model, name)), name
+    qd = rng.normal(size=(20, 6))
+    assert np.array_equal(side.model.friction_torques(qd), model.friction_torques(qd))
+
+
+def test_the_friction_terms_reach_the_model_s_friction_torque(ur5, tmp_path):
+    """tau_fr from a side file against the formula written out here (docs/side_file.md)."""
+    path = write(tmp_path, """
+joints:
+  shoulder_pan_joint: {friction: {viscous: 2.0, coulomb_positive: 3.0, coulomb_negative: 1.5,
+                                  offset: -0.25}}
+  elbow_joint: {friction: {viscous: 1.0, coulomb: 4.0, offset: 0.5, width: 0.1}}
+""")
+    side = load_side_file(path, ur5.with_friction(viscous=0.0, coulomb=0.0))
+    for v in (0.3, -0.3, 0.02, -0.02, 0.0):
+        qd = np.full(6, v)
+        tau = side.model.friction_torques(qd)
+        expect0 = 2.0 * v + (3.0 if v > 0 else -1.5 if v < 0 else 0.0) - 0.25
+        expect2 = 1.0 * v + 4.0 * np.tanh(v / 0.1) + 0.5
+        assert tau[0] == pytest.approx(expect0, abs=1e-15)
+        assert tau[2] == pytest.approx(expect2, abs=1e-15)
+        assert np.all(tau[[1, 3, 4, 5]] == 0.0)
+
+
 def test_values_land_on_the_named_joints(ur5, tmp_path):
     """The UR10e authors' numbers for two joints; the others keep the model's values."""
     path = write(tmp_path, """
@@ -108,10 +146,27 @@ BAD = [
      "joint 'elbow_joint': drive_gain = 0 must be finite and > 0"),
     ("joints: {elbow_joint: {friction: {viscous: -1}}}\n",
      "joint 'elbow_joint': friction.viscous = -1 must be finite and >= 0"),
-    ("joints: {elbow_joint: {friction: {offset: 0.2}}}\n",
-     "joint 'elbow_joint': friction: unknown key 'offset' (known: viscous, coulomb)"),
+    ("joints: {elbow_joint: {friction: {stiction: 0.2}}}\n",
+     "joint 'elbow_joint': friction: unknown key 'stiction' (known: viscous, coulomb, "
+     "coulomb_positive, coulomb_negative, offset, width)"),
     ("joints: {elbow_joint: {friction: 3}}\n",
-     "joint 'elbow_joint': friction must be a mapping of viscous, coulomb, got 3"),
+     "joint 'elbow_joint': friction must be a mapping of viscous, coulomb, coulomb_positive, "
+     "coulomb_negative, offset, width, got 3"),
+    ("joints: {elbow_joint: {friction: {width: -0.01}}}\n",
+     "joint 'elbow_joint': friction.width = -0.01 must be finite and >= 0"),
+    ("joints: {elbow_joint: {friction: {width: .inf}}}\n",
+     "joint 'elbow_joint': friction.width = inf must be finite"),
+    ("joints: {elbow_joint: {friction: {offset: .nan}}}\n",
+     "joint 'elbow_joint': friction.offset = nan must be finite"),
+    ("joints: {elbow_joint: {friction: {offset: -.inf}}}\n",
+     "joint 'elbow_joint': friction.offset = -inf must be finite"),
+    ("joints: {elbow_joint: {friction: {offset: 1e-3}}}\n",
+     "friction.offset must be a number, got '1e-3' (YAML reads"),
+    ("joints: {elbow_joint: {friction: {coulomb_negative: -2.0}}}\n",
+     "joint 'elbow_joint': friction.coulomb_negative = -2.0 must be finite and >= 0"),
+    ("joints: {elbow_joint: {friction: {coulomb: 1.0, coulomb_positive: 2.0}}}\n",
+     "joint 'elbow_joint': friction: give coulomb (both directions) or coulomb_positive / "
+     "coulomb_negative, not coulomb and coulomb_positive"),
     ("joints: {elbow_joint: 3}\n",
      "joint 'elbow_joint': expected a mapping of armature, friction, drive_gain, got 3"),
     ("joints: {elbow_joint: {rotor: 3}}\n", "joint 'elbow_joint': unknown key 'rotor'"),

@@ -5,11 +5,13 @@ real rigid body with the margin, or a URDF that does not load."""
 from __future__ import annotations
 
 import warnings
+import xml.etree.ElementTree as ET
 
 import numpy as np
 import pinocchio as pin
 
 from manip_dynamics import RobotModel, robots
+from manip_dynamics.core.identification import consistent_fit as CF
 from manip_dynamics.core.identification import pipeline as I
 from manip_dynamics.core.identification import regressor as R
 
@@ -56,7 +58,8 @@ def flat_body(pi_b):
 def test_the_check_reads_back_what_is_written():
     """The prior itself: every body real, no warning. A flat body (singular pseudo-inertia,
     which our parser loads without a word): that body flagged, named. A body with a
-    negative principal moment of its own size: the URDF does not load, said so."""
+    negative principal moment (written by hand: identified_urdf writes the nearest real body
+instead, test below): the URDF does not load, said so."""
     xml0, model = panda()
     prior = R.model_parameters(model)
     bodies, problems = I.check_written_urdf(I.identified_urdf(xml0, model, prior, False)[0],
@@ -70,9 +73,56 @@ def test_the_check_reads_back_what_is_written():
     assert [b.ok for b in bodies] == [b != 3 for b in range(len(bodies))], bodies
     assert len(problems) == 1 and model.body_links[3] in problems[0], problems
     assert abs(bodies[3].scaled_min) < 1e-9
-    bad = prior.copy()
-    m, c, I_c = R.inertia_from_parameters(prior[30:40])
-    bad[30:40] = R.inertial_parameters(m, c, I_c - 2 * np.linalg.eigvalsh(I_c)[-1] * np.eye(3))
-    bodies, problems = I.check_written_urdf(I.identified_urdf(xml0, model, bad, False)[0],
-                                            xml0, prior)
+    root = ET.fromstring(xml0)                 # written by hand: identified_urdf would not
+    inertia = [el for el in root.iter("link") if el.get("name") == model.body_links[3]][0]
+    inertia.find("inertial/inertia").set("ixx", "-0.5")
+    bodies, problems = I.check_written_urdf(ET.tostring(root, encoding="unicode"), xml0, prior)
     assert bodies == [] and "does not load" in problems[0], problems
+
+
+def negative_moment(pi_b):
+    """pi_b (10,) with 2 lambda_max subtracted from its inertia about the com: principal
+    moments of its own size, negative (a least-squares estimate's kind; the UR10e's
+    forearm and wrist)."""
+    m, c, I_c = R.inertia_from_parameters(pi_b)
+    return R.inertial_parameters(m, c, I_c - 2 * np.linalg.eigvalsh(I_c)[-1] * np.eye(3))
+
+
+def test_a_body_that_is_none_is_written_as_the_nearest_real_one():
+    """Issue 34 item 6: a body with negative principal moments (and one with a negative
+    mass) is written as the nearest real body, with a note naming it: the URDF loads in our
+    parser without a warning and in Pinocchio, every body real with the margin, the other
+    bodies as estimated (1e-11). The nearest real body: its scaled pseudo-inertia against
+    an independent eigenvalue clipping written here, and no farther from the estimate than
+    the prior's body (a real body too). Before: the URDF did not load."""
+    xml0, model = panda()
+    prior = R.model_parameters(model)
+    bad = prior.copy()
+    bad[30:40] = negative_moment(prior[30:40])
+    bad[50:60] = -prior[50:60]                      # a negative mass (and moments)
+    xml, notes = I.identified_urdf(xml0, model, bad, False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        written = RobotModel.from_urdf_string(xml)
+    pin_model = pin.buildModelFromXML(xml)
+    assert pin_model.nv == model.n
+    bodies, problems = I.check_written_urdf(xml, xml0, prior)
+    assert not problems and all(b.ok for b in bodies), problems
+    links = model.body_links
+    assert [note.split(":")[0] for note in notes] == [links[3], links[5]], notes
+    assert all("not a real rigid body" in note for note in notes), notes
+    got = R.model_parameters(written)
+    others = [b for b in range(len(links)) if b not in (3, 5)]
+    for b in others:
+        assert np.allclose(got[10 * b:10 * b + 10], bad[10 * b:10 * b + 10], rtol=1e-11,
+                           atol=1e-14), links[b]
+    m_s, L_s = CF.body_scales(prior, len(links))
+    for b in (3, 5):
+        d = np.array([1 / L_s[b]] * 3 + [1.0]) / np.sqrt(m_s[b])
+        S = np.outer(d, d) * R.pseudo_inertia(bad[10 * b:10 * b + 10])
+        w, V = np.linalg.eigh(S)
+        clipped = V @ np.diag(np.where(w < 1e-6, 1e-6, w)) @ V.T
+        S_got = np.outer(d, d) * R.pseudo_inertia(got[10 * b:10 * b + 10])
+        assert np.allclose(S_got, clipped, atol=1e-10), links[b]
+        S_prior = np.outer(d, d) * R.pseudo_inertia(prior[10 * b:10 * b + 10])
+        assert np.linalg.norm(S_got - S) <= np.linalg.norm(S_prior - S)

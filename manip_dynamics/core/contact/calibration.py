@@ -1,0 +1,437 @@
+"""Contact thresholds learned on the arm itself, and thresholds that follow its motion.
+
+The observer's residual r ~ tau_ext (:mod:`.observer`) also carries every error of the
+model: on a real arm friction, a drive gain or mass a few percent off, the measured
+velocity's noise. A fixed threshold then either fires on free motion or misses pushes
+(docs/contact.md, "On a real arm"). What is learned here, from a stretch of contact-free
+motion (:func:`calibrate_contact`), is a :class:`ContactCalibration`, per joint i (N m, N
+on a prismatic joint):
+
+* ``bias_i``: the median of r_i over the stretch (a steady model error);
+* ``constant_i``: ``margin`` x max |r_i - bias_i| over the stretch (the fixed threshold
+  that calibration alone gives, thresholds mode "calibrated");
+* the motion-following threshold (mode "motion", :class:`MotionThresholds`)::
+
+      enter_i(t) = margin (rest_i + speed_i v(t) + accel_i a_i(t) + band_i u_i(t))
+
+  v(t) the arm's speed max_j |qd_j| and a_i(t) = |qdd_i| (qdd by the difference of two
+  measured qd), each as an envelope that jumps up with the value and decays like the
+  observer's own response (exp(-K_O dt): an error the model makes at time s shows in r
+  as a first-order response of time constant 1 / K_O); u_i(t) in [0, 1] says that joint
+  i's friction is not known (the friction band): 1 when the sign of qd_i changed since the
+  last sample (a Coulomb term coulomb_i sign(qd_i) jumps by up to 2 coulomb_i, e.g. qd
+  flickering between 0 and +-1e-4 rad/s at rest) and while the joint stays at rest after
+  that (stiction holds any torque in the band), decaying like the observer's response
+  once the joint moves. The coefficients are the smallest (in mean over the stretch)
+  non-negative ones whose threshold covers |r_i - bias_i| on every sample of the stretch
+  (a linear programme per joint, :func:`_envelope`), with rest_i at least a tenth of
+  the stretch's peak |r_i - bias_i| (a joint whose error the stretch shows only in motion
+  would otherwise get rest_i = 0: no margin for the current's noise at rest).
+
+At rest (:class:`MotionThresholds`' settling rule): when every joint has stayed below
+``rest_speed`` and every r_i has stayed within a band of the enter threshold at rest,
+margin x rest_i, for ``settle`` s (a level that moves less could not be told from a
+contact anyway),
+the bias takes the mean residual of that window and u = 0: the torque a joint's
+stiction holds (on the UR10e up to 13 N m away from gravity after a push, with qd = 0)
+is then no contact, and the threshold at rest is rest_i (what the arm's current noise
+and model error give while it stands still), not the friction band. A push at rest is
+judged on its change from the settled level. The price: a load held perfectly still
+(no joint moving above ``rest_speed``, the residual steady within rest_i) for
+``settle`` s becomes the new level, and a contact ends by that rule at the latest
+``settle`` s after the torque stopped changing.
+
+Refusals (:class:`InputError`, one line): the stretch is too short (less than
+``min_duration`` s or 100 samples); too still to be representative (the arm moves
+faster than ``move_speed`` on less than ``min_moving`` of the samples); or looks like
+contact (some joint's |r_i - median| stays above ``contact_ratio`` times its spread,
+1.4826 x the median absolute deviation, for ``contact_time`` s or longer: a push ramps
+over 0.2-0.6 s and holds, where free motion's model error swings).
+
+Saved as YAML next to the description (:func:`calibration_file_beside`,
+``<name>.contact.yaml``; docs/side_file.md) by :func:`save_calibration`, read back by
+:func:`load_calibration` with the same bits.
+
+Only numpy, scipy (the linear programme) and PyYAML (on use).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import MISSING, dataclass, fields, replace
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import InputError
+from ..extras import import_extra
+
+VERSION = 1
+THRESHOLD_MODES = ("fixed", "calibrated", "motion")
+REST_FLOOR = 0.1      # rest_i >= this x the peak |r_i - bias_i| of the stretch
+_PER_JOINT = ("bias", "constant", "rest", "speed", "accel", "band")
+
+
+@dataclass(frozen=True)
+class ContactCalibration:
+    """What :func:`calibrate_contact` learned, per joint in ``joint_names`` order (tuples of
+    floats; N m or N per joint, speed N m s/rad, accel N m s^2/rad).
+
+    bias: subtracted from r; constant: the calibrated fixed enter thresholds; rest, speed,
+    accel, band: the motion-following threshold's coefficients (module docstring),
+    multiplied by margin; gains: the observer's K_O (1/s) the residual was computed with
+    (thresholds scale with it: a calibration applies to that gain only); duration (s)
+    and samples: the stretch learned on; rest_speed, move_speed (rad/s), settle (s): the
+    settling rule's parameters (module docstring)."""
+
+    joint_names: tuple
+    gains: tuple
+    bias: tuple
+    constant: tuple
+    rest: tuple
+    speed: tuple
+    accel: tuple
+    band: tuple
+    margin: float = 2.0
+    rest_speed: float = 2e-3
+    move_speed: float = 0.05
+    settle: float = 1.0
+    duration: float = 0.0
+    samples: int = 0
+
+    def __post_init__(self):
+        n = len(self.joint_names)
+        for name in ("gains",) + _PER_JOINT:
+            a = np.asarray(getattr(self, name), dtype=float)
+            if a.shape != (n,) or not np.isfinite(a).all():
+                raise InputError(f"contact calibration: {name} must be {n} finite numbers, "
+                                 f"got {getattr(self, name)!r}")
+            if name != "bias" and (a < 0).any():
+                raise InputError(f"contact calibration: {name} must be >= 0, got {a.tolist()}")
+            object.__setattr__(self, name, tuple(float(x) for x in a))
+        object.__setattr__(self, "joint_names", tuple(str(x) for x in self.joint_names))
+        for name in ("margin", "rest_speed", "move_speed", "settle"):
+            x = getattr(self, name)
+            if not (isinstance(x, (int, float)) and math.isfinite(x) and x > 0):
+                raise InputError(f"contact calibration: {name} must be a number > 0, got {x!r}")
+
+    def for_joints(self, joint_names):
+        """Check this calibration against a model's joints (InputError naming the
+        difference); returns self."""
+        if tuple(joint_names) != self.joint_names:
+            raise InputError("contact calibration is for joints "
+                             f"{', '.join(self.joint_names)}, the model has "
+                             f"{', '.join(joint_names)}")
+        return self
+
+    def as_dict(self) -> dict:
+        """The YAML structure (:func:`save_calibration`): floats in Python's shortest
+        round-trip form."""
+        out = {"version": VERSION}
+        for f in fields(self):
+            v = getattr(self, f.name)
+            out[f.name] = list(v) if isinstance(v, tuple) else v
+        return out
+
+
+# ============================================================================ learning
+def calibrate_contact(t, qd, residual, joint_names, gains, *, margin=2.0, min_duration=10.0,
+                      move_speed=0.05, min_moving=0.3, contact_ratio=8.0, contact_time=0.25,
+                      rest_speed=2e-3, settle=1.0) -> ContactCalibration:
+    """Learn a :class:`ContactCalibration` from a contact-free stretch.
+
+    t (N,) s increasing; qd (N, n) measured joint velocities (rad/s or m/s); residual
+    (N, n) the observer's raw r (before any bias: ``MomentumObserver.raw_residual`` or
+    ``run`` with a zero bias) with observer gains ``gains`` (scalar or (n,), 1/s);
+    joint_names (n,). The first 5 / min(K_O) s are left out (the observer's start,
+    r(0) = 0). InputError when the stretch is too short, too still or looks like contact
+    (module docstring: what decides each)."""
+    t, qd, r, gains = _checked_stretch(t, qd, residual, joint_names, gains)
+    keep = t >= t[0] + 5.0 / gains.min()
+    duration = float(t[-1] - t[0])
+    if duration < min_duration or keep.sum() < 100:
+        raise InputError(f"calibration stretch too short: {duration:.2f} s and {int(keep.sum())} "
+                         f"samples after the observer's start; needs >= {min_duration:g} s "
+                         "and >= 100 samples")
+    moving = np.abs(qd[keep]).max(axis=1) > move_speed
+    if moving.mean() < min_moving:
+        raise InputError(f"calibration stretch too still to be representative: the arm moves "
+                         f"faster than {move_speed:g} rad/s on {100 * moving.mean():.0f}% of "
+                         f"the samples, needs >= {100 * min_moving:.0f}%")
+    bias = np.median(r[keep], axis=0)
+    _refuse_contact(t[keep], r[keep] - bias, joint_names, contact_ratio, contact_time, t[0])
+    peak = np.abs(r - bias)[keep].max(axis=0)
+    zero = (0.0,) * r.shape[1]
+    cal = ContactCalibration(tuple(joint_names), tuple(gains), tuple(bias),
+                             tuple(margin * peak), tuple(REST_FLOOR * peak), zero, zero, zero,
+                             margin=float(margin), rest_speed=float(rest_speed),
+                             move_speed=float(move_speed), settle=float(settle),
+                             duration=duration, samples=int(t.shape[0]))
+    for _ in range(2):                  # the settling rule's limit is the rest threshold
+        cal = _fitted(cal, t, qd, r, keep)
+    return cal
+
+
+def _fitted(cal, t, qd, r, keep):
+    """cal with rest, speed, accel, band fitted (:func:`_envelope`) to |r - bias| over the
+    kept samples, features and bias as :meth:`MotionThresholds.replay` forms them with
+    cal's own coefficients (its settling rule's limit)."""
+    features, levels = MotionThresholds.replay(cal, t, qd, r)
+    e = np.abs(r - levels)[keep]
+    floor = REST_FLOOR * e.max(axis=0)
+    coef = np.array([_envelope(features[keep][:, :, i], e[:, i], floor[i])
+                     for i in range(r.shape[1])])                            # (n, 4)
+    return replace(cal, **{name: tuple(coef[:, j]) for j, name in
+                           enumerate(("rest", "speed", "accel", "band"))})
+
+
+def _checked_stretch(t, qd, residual, joint_names, gains):
+    """(t, qd, r, gains (n,)) as float arrays, or InputError naming the bad argument."""
+    try:
+        t = np.asarray(t, dtype=float)
+        qd = np.asarray(qd, dtype=float)
+        r = np.asarray(residual, dtype=float)
+    except (TypeError, ValueError):
+        raise InputError("calibration needs numeric t (N,), qd and residual (N, n)") from None
+    n = len(joint_names)
+    if t.ndim != 1 or qd.shape != (t.shape[0], n) or r.shape != qd.shape:
+        raise InputError(f"calibration needs t (N,), qd and residual (N, {n}); got "
+                         f"{t.shape}, {qd.shape}, {r.shape}")
+    for name, a in (("t", t), ("qd", qd), ("residual", r)):
+        if not np.isfinite(a).all():
+            raise InputError(f"calibration: {name} has a non-finite value at sample "
+                             f"{int(np.argwhere(~np.isfinite(a))[0][0])}")
+    if t.shape[0] > 1 and not (np.diff(t) > 0).all():
+        raise InputError(f"calibration: t is not increasing at sample "
+                         f"{int(np.argmax(np.diff(t) <= 0)) + 1}")
+    g = np.broadcast_to(np.asarray(gains, dtype=float), (n,))
+    if not (np.isfinite(g) & (g > 0)).all():
+        raise InputError(f"calibration: gains must be > 0, got {gains!r}")
+    return t, qd, r, g.copy()
+
+
+def _refuse_contact(t, e, joint_names, ratio, min_time, t0):
+    """InputError when some joint's e_i = r_i - median stays above ratio x its spread
+    (1.4826 MAD, at least 1e-3 of its peak) for min_time s or longer."""
+    spread = 1.4826 * np.median(np.abs(e), axis=0)
+    spread = np.maximum(spread, 1e-3 * np.abs(e).max(axis=0) + 1e-12)
+    above = np.abs(e) > ratio * spread
+    for i in range(e.shape[1]):
+        start, longest, where = None, 0.0, 0.0
+        for k in np.flatnonzero(np.diff(np.concatenate(([0], above[:, i].astype(int), [0])))):
+            if start is None:
+                start = k
+            else:
+                length = t[k - 1] - t[start]
+                if length > longest:
+                    longest, where = length, t[start] - t0
+                start = None
+        if longest >= min_time:
+            raise InputError(
+                f"calibration stretch looks like contact: joint {joint_names[i]!r} stays "
+                f"{ratio:g}x its spread ({spread[i]:.3g}) away from its median for "
+                f"{longest:.2f} s from {where:.2f} s into the stretch (a push?); record a "
+                "stretch without contact")
+
+
+def _envelope(A, e, floor):
+    """c >= 0 (k,) minimising mean(A c) subject to A c >= e on every row and c_0 >= floor:
+    the tightest (in mean) non-negative linear envelope of e (N,) on the features A (N, k),
+    A[:, 0] = 1."""
+    from scipy.optimize import linprog
+
+    scale = np.maximum(np.abs(A).max(axis=0), 1e-12)
+    bounds = [(floor * scale[0], None)] + [(0, None)] * (A.shape[1] - 1)
+    res = linprog(A.mean(axis=0) / scale, A_ub=-A / scale, b_ub=-e, bounds=bounds,
+                  method="highs")
+    if res.status != 0:                   # (cannot happen: c_0 = max e is feasible)
+        c = np.zeros(A.shape[1])
+        c[0] = e.max()
+        return c
+    return np.maximum(res.x / scale, 0.0)
+
+
+# ============================================================================ runtime
+class MotionThresholds:
+    """The motion-following enter thresholds of a :class:`ContactCalibration`, sample by
+    sample, and the settling rule at rest (module docstring).
+
+    Per sample: :meth:`enter` (t, qd) -> (n,) thresholds for that sample's residual, then
+    :meth:`settle_bias` (t, raw residual) -> the bias to subtract from r (changes only
+    when the arm has settled at rest)."""
+
+    def __init__(self, calibration: ContactCalibration, mode="motion"):
+        if mode not in THRESHOLD_MODES[1:]:
+            raise InputError(f"thresholds mode must be one of {THRESHOLD_MODES[1:]}, got {mode!r}")
+        c = calibration
+        self.calibration, self.mode = c, mode
+        self.gains = np.array(c.gains)
+        self.coef = c.margin * np.array([c.rest, c.speed, c.accel, c.band])     # (4, n)
+        self.constant = np.array(c.constant)
+        self.bias = np.array(c.bias)
+        # the settling rule's steadiness limit: the enter threshold at rest (a level that
+        # moves less than it could not be told from a contact anyway)
+        self._steady = c.margin * np.array(c.rest)
+        self._thresholds = np.empty(len(c.joint_names))
+        self.reset()
+
+    def reset(self):
+        """Start over (an observer restart): envelopes at their start values (u = 1: the
+        friction held at rest is unknown until the arm settles), bias as calibrated."""
+        self._state = _FeatureState(self.gains, self.calibration.move_speed)
+        self._window = None                # settling: (t0, min, max, sum, count)
+        self.bias = np.array(self.calibration.bias)
+        self.settled = 0                   # number of settlings
+
+    @staticmethod
+    def replay(calibration, t, qd, raw):
+        """The threshold's features and the bias over a recorded stretch, as the runtime
+        forms them: -> features (N, 4, n) = (1, v, a, u) per sample and joint, and the
+        bias (N, n) subtracted from each sample's raw residual."""
+        th = MotionThresholds(calibration)
+        features, levels = np.ones((t.shape[0], 4, qd.shape[1])), np.empty_like(raw)
+        for k in range(t.shape[0]):
+            levels[k] = th.bias
+            features[k, 1:] = th._state.step(t[k], qd[k])
+            th.settle_bias(t[k], raw[k], qd[k])
+        return features, levels
+
+    def enter(self, t, qd):
+        """The enter thresholds (n,) for the sample (t s, qd (n,)): the calibrated constants
+        in mode "calibrated", else margin (rest + speed v + accel a + band u)."""
+        if self.mode == "calibrated":
+            return self.constant
+        v, a, u = self._state.step(t, qd)
+        c = self.coef
+        np.multiply(c[1], v, out=self._thresholds)
+        self._thresholds += c[0] + c[2] * a + c[3] * u
+        return self._thresholds
+
+    def settle_bias(self, t, raw, qd):
+        """After the sample at t: the settling rule on the raw residual (n,) -> the bias
+        (n,) to subtract (self.bias). In mode "calibrated" the calibrated bias, always."""
+        if self.mode == "calibrated":
+            return self.bias
+        c = self.calibration
+        moving = np.abs(qd) > c.move_speed          # a joint that moves: its friction slides
+        if moving.any():
+            self.bias[moving] = np.asarray(c.bias)[moving]
+        if np.abs(qd).max() > c.rest_speed:
+            self._window = None
+            return self.bias
+        w = self._window
+        if w is None or (np.maximum(w[2], raw) - np.minimum(w[1], raw) > self._steady).any():
+            self._window = [t, raw.copy(), raw.copy(), raw.copy(), 1]
+            return self.bias
+        np.minimum(w[1], raw, out=w[1])
+        np.maximum(w[2], raw, out=w[2])
+        w[3] += raw
+        w[4] += 1
+        if t - w[0] >= self.calibration.settle:
+            self.bias = w[3] / w[4]
+            self._state.settled()
+            self.settled += 1
+            self._window = None
+        return self.bias
+
+
+class _FeatureState:
+    """Envelopes v (arm speed), a (n,) |qdd|, u (n,) friction band of :class:`MotionThresholds`.
+    v and a jump up with their value and decay by exp(-K_O dt) per step. u_i = 1 when the
+    sign of qd_i changed, and while joint i is slower than slide_speed after it slid
+    faster (a stop: stiction then holds an unknown torque, until the settling rule takes
+    it into the bias: :meth:`settled`); otherwise it decays like v."""
+
+    def __init__(self, gains, slide_speed):
+        self.gains, self.slide_speed = gains, slide_speed
+        n = gains.shape[0]
+        self.t, self.qd = None, None
+        self.v, self.a, self.u = 0.0, np.zeros(n), np.ones(n)
+        self.slid = np.ones(n, bool)          # (at the start: as after a stop)
+
+    def step(self, t, qd):
+        """The features (3, n) = (v, a, u) for the sample (t, qd)."""
+        qd = np.asarray(qd, dtype=float)
+        if self.t is None or not t > self.t:
+            self.t, self.qd = t, qd.copy()
+            return np.array([np.full_like(qd, self.v), self.a, self.u])
+        h = t - self.t
+        decay = np.exp(-self.gains * h)
+        self.v = max(float(np.abs(qd).max()), float(decay.max()) * self.v)
+        self.a = np.maximum(np.abs(qd - self.qd) / h, decay * self.a)
+        sliding = np.abs(qd) > self.slide_speed
+        stopped = self.slid & ~sliding
+        self.slid |= sliding
+        held = (np.sign(qd) != np.sign(self.qd)) | stopped
+        self.u = np.where(held, 1.0, decay * self.u)
+        self.t, self.qd = t, qd.copy()
+        return np.array([np.full_like(qd, self.v), self.a, self.u])
+
+    def settled(self):
+        """The arm settled at rest: the friction it holds is now in the bias (u = 0)."""
+        self.u[:] = 0.0
+        self.slid[:] = False
+
+
+# ============================================================================ file
+def calibration_file_beside(description_path) -> Path:
+    """``<dir>/<name>.contact.yaml`` for a robot description ``<dir>/<name>.urdf`` (or
+    ``.urdf.xacro``, ``.xacro``): beside the dynamics side file ``<name>.dynamics.yaml``."""
+    path = Path(description_path)
+    name = path.name
+    for suffix in (".xacro", ".urdf"):
+        if name.endswith(suffix) and len(name) > len(suffix):
+            name = name[:-len(suffix)]
+    return path.with_name(name + ".contact.yaml")
+
+
+def save_calibration(path, calibration: ContactCalibration, comment=None) -> Path:
+    """Write ``calibration`` as YAML (:meth:`ContactCalibration.as_dict`; ``comment`` lines
+    on top). :func:`load_calibration` reads back the same bits."""
+    yaml = import_extra("yaml", __name__)
+    head = "".join(f"# {line}\n" for line in (comment or "").splitlines())
+    head += "# manip_dynamics contact calibration (docs/side_file.md, docs/contact.md)\n"
+    path = Path(path)
+    path.write_text(head + yaml.safe_dump(calibration.as_dict(), sort_keys=False))
+    return path
+
+
+def load_calibration(path, joint_names=None) -> ContactCalibration:
+    """Read a file of :func:`save_calibration` -> ContactCalibration (checked against
+    joint_names when given). InputError, one line naming the file, otherwise."""
+    yaml = import_extra("yaml", __name__)
+    try:
+        doc = yaml.safe_load(Path(path).read_text())
+    except OSError as e:
+        raise InputError(f"cannot read contact calibration {str(path)!r}: {e.strerror}") from None
+    except yaml.YAMLError:
+        raise InputError(f"contact calibration {str(path)!r} is not valid YAML") from None
+    return calibration_from_dict(doc, f"contact calibration {str(path)!r}", joint_names)
+
+
+def calibration_from_dict(doc, source="contact calibration", joint_names=None):
+    """:class:`ContactCalibration` of a parsed file (as_dict's structure)."""
+    if not isinstance(doc, dict):
+        raise InputError(f"{source}: expected a mapping, got {type(doc).__name__}")
+    names = {f.name for f in fields(ContactCalibration)}
+    unknown = [k for k in doc if k not in names and k != "version"]
+    if unknown:
+        raise InputError(f"{source}: unknown key {unknown[0]!r}")
+    if doc.get("version", VERSION) != VERSION:
+        raise InputError(f"{source}: version {doc['version']!r} is not supported")
+    missing = [f.name for f in fields(ContactCalibration)
+               if f.name not in doc and f.default is MISSING]
+    if missing:
+        raise InputError(f"{source}: missing {', '.join(missing)}")
+    try:
+        cal = ContactCalibration(**{k: (tuple(v) if isinstance(v, list) else v)
+                                    for k, v in doc.items() if k != "version"})
+    except InputError as e:
+        raise InputError(f"{source}: {e}") from None
+    except TypeError as e:
+        raise InputError(f"{source}: {e}") from None
+    return cal if joint_names is None else cal.for_joints(joint_names)
+
+
+__all__ = ["ContactCalibration", "MotionThresholds", "THRESHOLD_MODES", "calibrate_contact",
+           "calibration_file_beside", "calibration_from_dict", "load_calibration",
+           "save_calibration"]

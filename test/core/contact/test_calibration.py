@@ -1,0 +1,105 @@
+"""core.contact.calibration on synthetic stretches whose answer is known in closed form:
+the refusals, the envelope's coefficients, the friction band and the settling rule at rest,
+the file round trip (issue 33)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from manip_dynamics.core.contact.calibration import (ContactCalibration, MotionThresholds,
+                                                     calibrate_contact, calibration_file_beside,
+                                                     load_calibration, save_calibration)
+from manip_dynamics.core.errors import InputError
+
+NAMES = ("a", "b")
+K = 50.0
+
+
+def stretch(seconds=20.0, rate=100.0, seed=0):
+    """t (N,), qd (N, 2): joint a swings at 1 rad/s amplitude (period 4 s), b at 0.5."""
+    t = np.arange(0.0, seconds, 1.0 / rate)
+    qd = np.column_stack([np.sin(2 * np.pi * t / 4), 0.5 * np.cos(2 * np.pi * t / 3)])
+    return t, qd
+
+
+def test_the_calibration_refuses_a_short_a_still_and_a_contact_stretch():
+    t, qd = stretch()
+    r = 0.1 * np.random.default_rng(1).standard_normal(qd.shape)
+    with pytest.raises(InputError, match="too short: 4.99 s"):
+        calibrate_contact(t[:500], qd[:500], r[:500], NAMES, K)
+    with pytest.raises(InputError, match="too still .* on 0% of the samples"):
+        calibrate_contact(t, 1e-3 * qd, r, NAMES, K)
+    pushed = r.copy()
+    pushed[800:850, 1] += 5.0                   # 0.5 s held 50 spreads away: a push
+    with pytest.raises(InputError, match="looks like contact: joint 'b' .* for 0.49 s from 8.00"):
+        calibrate_contact(t, qd, pushed, NAMES, K)
+    spike = r.copy()
+    spike[800:810, 1] += 5.0                    # 0.1 s: shorter than a push, accepted
+    cal = calibrate_contact(t, qd, spike, NAMES, K)
+    assert cal.constant[1] == pytest.approx(2.0 * np.abs(spike[10:, 1] - cal.bias[1]).max())
+
+
+def test_the_envelope_recovers_a_threshold_linear_in_the_speed():
+    """r = +-(0.5 + 1 v) alternating on joint a (v the arm's speed envelope as the runtime
+    forms it), so |r - bias| <= 0.5 + |bias| + v with equality on every other sample:
+    the smallest covering envelope is rest 0.5 + |bias|, speed 1, accel = band = 0 (rest
+    above its floor, a tenth of the peak 1.5)."""
+    t, qd = stretch()
+    zero = (0.0, 0.0)
+    base = ContactCalibration(NAMES, (K, K), zero, (1.0, 1.0), zero, zero, zero, zero)
+    features, _ = MotionThresholds.replay(base, t, qd, np.zeros_like(qd))
+    v = features[:, 1, 0]
+    sign = np.where(np.arange(t.size) % 2, 1.0, -1.0)
+    r = np.column_stack([sign * (0.5 + 1.0 * v), 0.05 * sign])
+    cal = calibrate_contact(t, qd, r, NAMES, K)
+    b = abs(cal.bias[0])
+    assert 0 < b < 0.02
+    assert (cal.rest[0], cal.speed[0]) == pytest.approx((0.5 + b, 1.0), rel=1e-6)
+    assert cal.accel[0] == pytest.approx(0.0, abs=1e-6) and cal.band[0] == pytest.approx(0.0, abs=1e-6)
+    assert cal.rest[1] == pytest.approx(0.05 + abs(cal.bias[1]), rel=1e-6)
+
+
+def test_the_friction_band_holds_after_a_stop_and_the_settling_rule_takes_the_held_torque():
+    """A joint slides, stops (u = 1: stiction holds an unknown torque), the residual settles
+    at 7 N m: after `settle` s at rest with a steady residual the bias is 7 and u = 0."""
+    cal = ContactCalibration(NAMES, (K, K), (0.0, 0.0), (9.0, 9.0), (1.0, 1.0), (0.0, 0.0),
+                             (0.0, 0.0), (10.0, 10.0), margin=1.0, settle=1.0)
+    th = MotionThresholds(cal)
+    t = np.arange(0.0, 3.0, 0.01)
+    qd = np.where(t < 0.5, 0.3, 0.0)
+    enter = []
+    for k, tk in enumerate(t):
+        enter.append(th.enter(tk, (qd[k], 0.0))[0])
+        th.settle_bias(tk, np.array([7.0 if tk >= 0.5 else 0.0, 0.0]), np.array([qd[k], 0.0]))
+    enter = np.array(enter)
+    stop = int(np.searchsorted(t, 0.5))
+    assert enter[stop] == pytest.approx(1.0 + 10.0)           # the band at the stop
+    settled = int(np.searchsorted(t, 1.5 - 1e-9))             # window from 0.5 s, 1 s long
+    assert (enter[stop:settled + 1] == pytest.approx(11.0))
+    assert th.settled == 2 and th.bias == pytest.approx([7.0, 0.0])
+    assert enter[-1] == pytest.approx(1.0)                    # at rest: rest only
+
+
+def test_a_sign_flicker_at_rest_opens_the_band_for_the_observers_response_only():
+    cal = ContactCalibration(NAMES, (K, K), (0.0, 0.0), (9.0, 9.0), (1.0, 1.0), (0.0, 0.0),
+                             (0.0, 0.0), (10.0, 10.0), margin=1.0, settle=100.0)
+    th = MotionThresholds(cal)
+    th._state.settled()                                       # (at rest, settled)
+    enter = [th.enter(0.01 * k, (1e-4 if k == 5 else 0.0, 0.0))[0] for k in range(20)]
+    assert enter[4] == 1.0 and enter[5] == 11.0
+    assert enter[6] == pytest.approx(1.0 + 10.0)              # back to 0: a sign change again
+    assert enter[7] == pytest.approx(1.0 + 10.0 * np.exp(-K * 0.01))
+
+
+def test_the_calibration_file_reads_back_the_same_bits(tmp_path):
+    t, qd = stretch()
+    r = 0.3 * np.random.default_rng(2).standard_normal(qd.shape) + [0.1, -2.0]
+    cal = calibrate_contact(t, qd, r, NAMES, K)
+    path = save_calibration(calibration_file_beside(tmp_path / "arm.urdf.xacro"), cal)
+    assert path.name == "arm.contact.yaml"
+    assert load_calibration(path, NAMES) == cal
+    with pytest.raises(InputError, match="joints a, b, the model has a, c"):
+        load_calibration(path, ("a", "c"))
+    path.write_text(path.read_text().replace("margin:", "margn:"))
+    with pytest.raises(InputError, match="unknown key 'margn'"):
+        load_calibration(path)

@@ -1,0 +1,58 @@
+"""Contact detection on the real UR10e (shared/data/ur10e-mamedov2020, skipped where absent)
+through the Python API (ContactMonitor.update at the runs' own 100 Hz stamps): the model
+with the authors' armature, friction and drive gains from a side file written in a temp
+dir, calibrated on their identification run (issue 33). Labels and the judge:
+test/ur10e_contact.py. Representative runs only (CPU); every run: benchmarks/contact_real_arm.py.
+
+Not asserted because it does not hold (docs/contact.md, "On a real arm"): every push within
+2 samples of the moment the measured torque change exceeds the threshold (measured -6 to
++7 samples), and 0 false contacts on every other
+identification run (5 on 5 of the 16 other unloaded, readable runs: docs/contact.md)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ur10e_contact as U
+from shared_data import require_shared_data
+
+
+@pytest.fixture(scope="module")
+def arm(tmp_path_factory):
+    """(data folder, model, drive gains, the calibration learned on the authors' run)."""
+    folder = require_shared_data(U.DATA)
+    model, gain = U.model_with_side_file(folder, tmp_path_factory.mktemp("ur10e"))
+    cal_run = U.read_run(folder, U.CALIBRATION_RUN, model, gain)
+    return folder, model, gain, U.calibrate(model, cal_run, "motion")
+
+
+@pytest.mark.parametrize("name", ["validation_data/ur-20_01_17-p5.csv",
+                                  "identification_data/ur-19_10_01-13_51_41.csv"])
+def test_free_motion_is_contact_free_once_calibrated(arm, name):
+    """A validation run and another identification run: the default thresholds (2 N m,
+    no friction) are in contact on most samples; calibrated (constant) and with the
+    motion-following thresholds: no contact at all."""
+    folder, model, gain, cal = arm
+    run = U.read_run(folder, name, model, gain)
+    default = U.replay(model, run, U.options("fixed"))
+    print("in contact with the defaults:", default.in_contact.mean())
+    assert default.in_contact.mean() > 0.5
+    for mode in ("calibrated", "motion"):
+        result = U.replay(model, run, U.options(mode), cal)
+        assert not result.in_contact.any(), (mode, U.contacts(result.in_contact))
+
+
+@pytest.mark.parametrize("name", sorted(U.PUSHES))
+def test_motion_thresholds_find_every_labelled_push_and_nothing_outside(arm, name):
+    """Every labelled push entered inside its label, no contact outside the labels (each
+    extended by the settling time + 0.2 s: a stiction-held torque ends a contact by the
+    settling rule); the constant calibrated thresholds miss some (measured 1/4 and 4/6)."""
+    folder, model, gain, cal = arm
+    run = U.read_run(folder, name, model, gain)
+    judged = U.judge(run, U.replay(model, run, U.options("motion"), cal), U.PUSHES[name],
+                     cal.settle + 0.2)
+    print(judged)
+    assert all(judged.found) and judged.outside == 0, judged
+    constant = U.judge(run, U.replay(model, run, U.options("calibrated"), cal), U.PUSHES[name],
+                       cal.settle + 0.2)
+    assert not all(constant.found)
