@@ -48,6 +48,19 @@ def _parser():
     p.add_argument("--drive-gains", metavar="K1,...,Kn", default=None,
                    help="per-joint N m per effort unit (e.g. N m/A when the efforts are motor "
                         "currents), in the model's joint order: effort x K is the torque")
+    pair = p.add_argument_group("drive gains from a run without and one with a known load "
+                                "(docs/identification.md, 'Drive gains')")
+    pair.add_argument("--estimate-drive-gains", nargs=2, metavar=("UNLOADED", "LOADED"),
+                      default=None,
+                      help="two recordings of the same excitation (read like RECORDING, "
+                           "efforts as recorded, e.g. motor currents), the second carrying a "
+                           "load of --payload-mass at --payload-frame: the drive gains are "
+                           "estimated, used for RECORDING and written to the side file "
+                           "beside --out; the load is then estimated from the pair")
+    pair.add_argument("--payload-mass", type=float, default=None, metavar="KG",
+                      help="the load's mass in the LOADED run, kg")
+    pair.add_argument("--payload-frame", default=None, metavar="LINK",
+                      help="the link the load is fixed to (default tool0, else the last link)")
     p.add_argument("--urdf", required=True,
                    help="the arm's URDF or xacro (the prior and the structure)")
     from .core.dynamics.description import add_arguments
@@ -214,6 +227,10 @@ def run(args):
     model = RobotModel.from_urdf_string(prior_xml, root_link=args.root_link)
     if args.friction_width is not None:
         model = model.with_friction(width=_widths(args.friction_width, model.n))
+    gains = None
+    if args.estimate_drive_gains is not None:      # then written to the side file as given
+        gains = estimate_gains(args, model)
+        args.drive_gains = ",".join(repr(float(k)) for k in gains["gain"])
     fit, held, rows = load_samples(args, model)
     friction = False if args.no_friction else args.friction_model
     armature = not args.no_armature
@@ -245,10 +262,83 @@ def run(args):
                   warnings=list(result.warnings) + problems)
     for warning in report["warnings"]:
         _log("WARNING: " + warning)
+    if gains is not None:
+        gains["side_file"] = str(side)
+        report["drive_gains"] = gains
     if rows is not None:
         report["csv_rows"] = rows.as_dict()
         report["csv_rows_text"] = rows.line()
     return report, model, data, before, after
+
+
+def _check_pair_arguments(args, model):
+    """The link of the load; ColumnMapError (exit 2) for a pair without its mass, a mass not
+    > 0, gains both given and estimated, an unknown frame."""
+    from .core.identification.csv_log import ColumnMapError
+    if args.payload_mass is None:
+        raise ColumnMapError("--estimate-drive-gains needs --payload-mass KG (the load's mass "
+                             "in the LOADED run): the currents alone fix the gains only up "
+                             "to a common scale")
+    if not args.payload_mass > 0 or not np.isfinite(args.payload_mass):
+        raise ColumnMapError(f"--payload-mass must be > 0 kg, got {args.payload_mass!r}")
+    if args.drive_gains is not None:
+        raise ColumnMapError("--drive-gains and --estimate-drive-gains: give one of them")
+    frame = args.payload_frame or ("tool0" if "tool0" in model.frame_names
+                                   else model.body_links[-1])
+    if frame not in model.frame_names:
+        raise ColumnMapError(f"--payload-frame {frame!r} is not a link of the model")
+    return frame
+
+
+def _pair_samples(args, path, model):
+    """Samples of one run of the pair: its efforts as recorded (no gains, no window),
+    filtered at --cutoff."""
+    from .core.identification.csv_log import ColumnMapError
+    from .core.identification.pipeline import filter_recording
+    from .core.identification.recording import read_joint_states
+    one = argparse.Namespace(**{**vars(args), "recording": path, "drive_gains": None,
+                                "rows": None})
+    if is_csv(one):
+        if column_map(one).drive_gains is not None:
+            raise ColumnMapError("the column map gives drive_gains and --estimate-drive-gains "
+                                 "estimates them: give one of them")
+        log = read_csv(one, model)
+        q, qd, effort = log.in_order(model.joint_names)
+        _log(f"{path}: {log.skipped.line()}")
+    else:
+        log = read_joint_states(path, args.topic)
+        q, qd, effort = log.in_order(model.joint_names)
+        if effort is None:
+            raise ColumnMapError(f"{path}: the JointState messages carry no effort")
+    return filter_recording(log.t, q, qd, effort, cutoff=args.cutoff, decimate=args.decimate)
+
+
+def estimate_gains(args, model):
+    """The drive gains of the pair (drive_gains.estimate_drive_gains) and the load estimated
+    back from it with them (estimate_payload_from_pair) -> report dict. An InputError of
+    the estimate (runs not on the same path, a gain not > 0) becomes a ColumnMapError: the
+    files given cannot give what was asked (exit 2)."""
+    from .core.errors import InputError
+    from .core.identification.csv_log import ColumnMapError
+    from .core.identification.drive_gains import (estimate_drive_gains,
+                                                  estimate_payload_from_pair)
+    frame = _check_pair_arguments(args, model)
+    unloaded, loaded = (_pair_samples(args, path, model) for path in args.estimate_drive_gains)
+    try:
+        fit = estimate_drive_gains(model, unloaded, loaded, frame, args.payload_mass)
+        back = estimate_payload_from_pair(model, unloaded, loaded, frame, fit.gain,
+                                          min_speed=args.min_speed)
+    except InputError as e:
+        raise ColumnMapError(f"--estimate-drive-gains: {e}") from None
+    _log("drive gains (N m per effort unit): " + ", ".join(
+        f"{k:.4g} +- {s:.2g}" for k, s in zip(fit.gain, fit.gain_std)))
+    return {"unloaded": args.estimate_drive_gains[0], "loaded": args.estimate_drive_gains[1],
+            "payload_frame": frame, "payload_mass_given": args.payload_mass,
+            "gain": fit.gain.tolist(), "gain_std": fit.gain_std.tolist(),
+            "payload_com_fit": fit.payload_com.tolist(),
+            "payload_mass_estimated": back.payload_mass,
+            "payload_mass_estimated_std": float(back.payload_std[0]),
+            "payload_com_estimated": back.payload_com.tolist()}
 
 
 def _widths(text, n):
@@ -279,6 +369,10 @@ def _write_side_file(args, model, result, notes):
                f"{result.friction or 'not identified'}, armature "
                f"{'identified' if result.armature else 'not identified'}) from "
                f"{os.path.basename(args.recording)}")
+    if args.estimate_drive_gains is not None:
+        comment += (f"\ndrive gains estimated from {os.path.basename(args.estimate_drive_gains[0])}"
+                    f" and {os.path.basename(args.estimate_drive_gains[1])} (a "
+                    f"{args.payload_mass} kg load)")
     if result.inseparable_armature:
         comment += ("\narmature not separable from the link inertias (takes what the URDF's "
                     "link does not hold): " + ", ".join(result.inseparable_armature))
@@ -399,10 +493,24 @@ def plot(path, joint_names, samples, before, after):
     plt.close(fig)
 
 
+def _print_gains(names, gains):
+    print(f"drive gains from {gains['unloaded']} and {gains['loaded']} "
+          f"({gains['payload_mass_given']} kg at {gains['payload_frame']}), written to "
+          f"{gains['side_file']}:")
+    for name, k, s in zip(names, gains["gain"], gains["gain_std"]):
+        print(f"  {name:<24} {k:10.5g} +- {s:.2g}")
+    com = ", ".join(f"{c:.4f}" for c in gains["payload_com_estimated"])
+    print(f"the load estimated back from the pair with these gains: "
+          f"{gains['payload_mass_estimated']:.4g} +- {gains['payload_mass_estimated_std']:.2g} "
+          f"kg, centre of mass [{com}] m in {gains['payload_frame']}")
+
+
 def _print_summary(report):
     from .core.identification.pipeline import BodyCheck
     if "csv_rows_text" in report:
         print(report["csv_rows_text"])
+    if "drive_gains" in report:
+        _print_gains(report["joint_names"], report["drive_gains"])
     print(f"condition number of the weighted base regressor: {report['condition_number']:.4g}")
     print(f"{'base parameter':<60} {'value':>12} {'std %':>8}")
     for p in report["base_parameters"]:

@@ -3,7 +3,8 @@
 Holds: the joint-torque regressor and the base parameters (:mod:`.regressor`); excitation
 trajectories (:mod:`.excitation`); filtering, the least-squares fit, predicted torques and
 the identified URDF (:mod:`.pipeline`); the physically consistent fit, a semidefinite
-program (:mod:`.consistent_fit`); payload estimation at a frame (:mod:`.payload`); argument
+program (:mod:`.consistent_fit`); payload estimation at a frame (:mod:`.payload`); drive
+gains (N m/A) and a load from a run without and one with a known load (:mod:`.drive_gains`); argument
 checks of these entry points (:mod:`.arguments`); rosbag2 MCAP joint-state recordings, the
 input this folder reads and the recorder node writes (:mod:`.recording`, no rclpy); CSV
 logs of a real arm's logger, read into the same log (:mod:`.csv_log`); the nearest real
