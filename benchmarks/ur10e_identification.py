@@ -10,7 +10,7 @@ central differences. Per joint: RMS (N m) and rre_j = 100 |tau_meas - tau_pred| 
 |tau_meas| (%), on the authors' validation window (ptp_10_points, lines 700-4200), then
 the summed RMS on every validation file (whole files).
 
-The models (drive gains: the authors' everywhere):
+The models (drive gains: the authors', except the last row):
   nominal URDF                  the URDF's inertials, no friction (its <dynamics> are 0)
   URDF + authors' drive terms   the URDF's inertials + their armature, viscous and Coulomb
                                 friction (a side file: python -m manip_dynamics.validate
@@ -27,8 +27,25 @@ The models (drive gains: the authors' everywhere):
                                 predicted as Y pi (not every body real)
   least squares (its URDF)      the same as written by identified_urdf (bodies that are none
                                 written as the nearest real body) and read back
-  consistent fit (its URDF)     identify(consistent=True), as written and read back
-The consistent fit's masses per link and total against the URDF's.
+  consistent fit (its URDF)     identify(consistent=True), as written and read back (no
+                                armature columns: the model behind the issue's 9.5 N m)
+  consistent fit + armature     identify(consistent=True, armature=True): its URDF read back
+                                with its armature and friction (pipeline.identified_model,
+                                what the side file holds)
+  ..., our gains                the same from the currents alone: the drive gains our
+                                estimator gives (drive_gains.estimate_drive_gains, 2.805 kg)
+                                from the pair ur-20_02_19_14harm50sec / ...Load (the authors'
+                                windows, 5 Hz, as benchmarks/bench_drive_gains.py), used to
+                                fit and to validate (measured = OUR gains x current)
+Measured torque is gain x current, so RMS in N m of rows with other gains is not comparable:
+every row is also given as RMS in A (RMS N m / that row's gains: the same currents) and rre
+% (scale-free). Then: the fits' masses per link, total and smallest ratio against the URDF's,
+each body as written read back (real with the LMI margin or not); the 2.805 kg load at
+tool0 from the loaded run of each pair (the three of bench_drive_gains) with each row's
+model taken as right and its gains (payload.estimate_payload), and model-free from each
+pair with the authors' and our gains (drive_gains.estimate_payload_from_pair); the largest
+load that gains within 10% of the authors' can give; the pairs' current-difference misfit
+at fixed gains (ours, the authors', inside the 10% box).
 
 The picture docs/images/ur10e_validation.png (``--plot PATH`` to put it elsewhere,
 ``--no-plot``): measured against predicted on the authors' validation window, per joint.
