@@ -411,12 +411,15 @@ class _FeatureState:
         return np.array([np.full_like(qd, self.v), self.a, self.u])
 
     def _lead(self, decay, tau):
-        """d after a step with decay exp(-K_O h) (None: no step) and the effort tau."""
+        """d after a step with decay exp(-K_O h) (None: no step) and the effort tau (None:
+        d only decays; the next effort is compared with the last one given)."""
+        if decay is not None:
+            self.d *= decay
         if tau is None:
             return
         tau = np.asarray(tau, dtype=float)
         if decay is not None and self.tau is not None:
-            self.d = np.maximum((1.0 - decay) * np.abs(tau - self.tau), decay * self.d)
+            np.maximum((1.0 - decay) * np.abs(tau - self.tau), self.d, out=self.d)
         self.tau = tau.copy()
 
     def settled(self):
