@@ -10,9 +10,9 @@ with a payload the model lacks (2.6-2.8 kg) are marked: their load is external; 
 ur-19_09_27-11_32_02.csv, whose first rows are garbled (q jumping by a radian between
 10 ms rows, in-range values in the wrong columns): no reader can tell.
 
-Delay: samples from the first sample where |tau - tau(push start)| exceeds the enter
-threshold in force on some joint to the contact's first sample (negative: the residual
-crossed first, its friction and model terms moving with the push).
+Delay: samples from the first sample where |tau - level| (level: the mean tau of the 0.1 s
+up to the push's start) exceeds the enter threshold in force on some joint to the
+contact's first sample (negative: the residual crossed first; test/ur10e_contact.judge).
 
 Run: PYTHONPATH=. .venv/bin/python benchmarks/contact_real_arm.py [--runs SUBSTR]
 [--plot docs/images/contact_real_arm.png] [--json F]   (about 2-4 min CPU for all runs)

@@ -183,7 +183,10 @@ class ContactMonitor:
                              f"{self.observer.gains.tolist()}: calibrate again")
         self.calibration = calibration
         mode = self.options.thresholds
-        self.thresholds = None if mode == "fixed" else MotionThresholds(calibration, mode)
+        coulomb = (np.maximum(self.model.coulomb, self.model.coulomb_negative)
+                   if self.options.friction else None)
+        self.thresholds = (None if mode == "fixed" else
+                           MotionThresholds(calibration, mode, coulomb=coulomb))
         self.observer.bias = np.array(calibration.bias if self.thresholds else np.zeros(
             self.model.n))
         self._fixed_thresholds()
@@ -208,11 +211,11 @@ class ContactMonitor:
             enter = self.thresholds.constant if self.options.thresholds == "calibrated" else enter
         self.detector.set_thresholds(enter, self.options.hysteresis * enter)
 
-    def _moving_thresholds(self, t, qd) -> None:
-        """Before the detection of the sample at t: the motion thresholds for it."""
+    def _moving_thresholds(self, t, qd, tau) -> None:
+        """Before the detection of the sample (t, qd, tau): the motion thresholds for it."""
         th = self.thresholds
         if th is not None and th.mode == "motion":
-            enter = th.enter(t, qd)
+            enter = th.enter(t, qd, tau)
             self.detector.set_thresholds(enter, self.options.hysteresis * enter)
 
     def _settle(self, t, qd) -> None:
@@ -278,7 +281,7 @@ class ContactMonitor:
         event = self._stale_or_restart(t, tau, q)
         step = self.observer.update(t, q, qd, tau)
         r = step.residual
-        self._moving_thresholds(t, qd)
+        self._moving_thresholds(t, qd, tau)
         contact = self.detector.update(t, r)
         self._settle(t, qd)
         wrench = tip_wrench(self.model, q, r, self.tip_frame,
@@ -303,7 +306,7 @@ class ContactMonitor:
         detector = self.detector
         if self.thresholds is not None:
             self._check_tau(tau, q)          # (refused before the thresholds move on)
-            self._moving_thresholds(t, qd)
+            self._moving_thresholds(t, qd, tau)
         t, obs_event, _, contact_event, joint, _, norm = observe_contact_norm(
             observer, detector, self._wrench, t, momentum.p, momentum.ct, terms.g, tau, qd,
             terms.J)

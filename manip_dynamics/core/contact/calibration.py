@@ -29,6 +29,27 @@ on a prismatic joint):
   the stretch's peak |r_i - bias_i| (a joint whose error the stretch shows only in motion
   would otherwise get rest_i = 0: no margin for the current's noise at rest).
 
+  Two more terms are not learned but known from the model and the signals, and added to
+  the learned threshold (:meth:`MotionThresholds.enter`): they cover what a single
+  stretch of motion need not show (every false contact left on the UR10e's other
+  identification runs was one of them, docs/contact.md)::
+
+      enter_i(t) += coulomb_i s_i(t) + d_i(t)
+
+  * s_i, the slow friction: a joint that moved faster than ``rest_speed`` since the arm
+    last settled and is now slower than ``move_speed`` has a friction anywhere between
+    stiction and the observer's Coulomb ramp (which gives coulomb_i |qd_i| / v there):
+    s_i = 1 - min(|qd_i| / move_speed, 1), and coulomb_i the Coulomb coefficient of the
+    model the observer subtracts (N m; 0 without friction); s_i = 0 again once the arm
+    settled (the held torque is then in the bias). On the UR10e: the controller's slow
+    starts and stops, the current changing by 10-15 N m before qd reaches 0.02 rad/s.
+  * d_i, the current's lead: a drive's current can step one sample before its measured
+    velocity does (the UR10e's at a trajectory's stop: 55-220 N m in one 10 ms sample,
+    qd still at its speed); the observer then integrates the step one sample early, an
+    error of (1 - exp(-K_O h)) |tau_i(t) - tau_i(t - h)| that decays like the observer's
+    response: d_i is that, as an envelope decaying by exp(-K_O h) (0 when no effort is
+    given to :meth:`MotionThresholds.enter`).
+
 At rest (:class:`MotionThresholds`' settling rule): when every joint has stayed below
 ``rest_speed`` and every r_i has stayed within a band of the enter threshold at rest,
 margin x rest_i, for ``settle`` s (a level that moves less could not be told from a
@@ -259,7 +280,9 @@ class MotionThresholds:
     :meth:`settle_bias` (t, raw residual) -> the bias to subtract from r (changes only
     when the arm has settled at rest)."""
 
-    def __init__(self, calibration: ContactCalibration, mode="motion"):
+    def __init__(self, calibration: ContactCalibration, mode="motion", coulomb=None):
+        """coulomb: (n,) N m, the Coulomb coefficients of the friction the observer
+        subtracts (None: no friction subtracted, the slow-friction term is 0)."""
         if mode not in THRESHOLD_MODES[1:]:
             raise InputError(f"thresholds mode must be one of {THRESHOLD_MODES[1:]}, got {mode!r}")
         c = calibration
@@ -268,6 +291,12 @@ class MotionThresholds:
         self.coef = c.margin * np.array([c.rest, c.speed, c.accel, c.band])     # (4, n)
         self.constant = np.array(c.constant)
         self.bias = np.array(c.bias)
+        n = len(c.joint_names)
+        self.coulomb = np.zeros(n) if coulomb is None else np.asarray(coulomb, dtype=float)
+        if self.coulomb.shape != (n,) or not np.isfinite(self.coulomb).all() \
+                or (self.coulomb < 0).any():
+            raise InputError(f"motion thresholds: coulomb must be {n} finite numbers >= 0, "
+                             f"got {coulomb!r}")
         # the settling rule's steadiness limit: the enter threshold at rest (a level that
         # moves less than it could not be told from a contact anyway)
         self._steady = c.margin * np.array(c.rest)
@@ -277,7 +306,8 @@ class MotionThresholds:
     def reset(self):
         """Start over (an observer restart): envelopes at their start values (u = 1: the
         friction held at rest is unknown until the arm settles), bias as calibrated."""
-        self._state = _FeatureState(self.gains, self.calibration.move_speed)
+        self._state = _FeatureState(self.gains, self.calibration.move_speed,
+                                    self.calibration.rest_speed)
         self._window = None                # settling: (t0, min, max, sum, count)
         self.bias = np.array(self.calibration.bias)
         self.settled = 0                   # number of settlings
@@ -295,15 +325,18 @@ class MotionThresholds:
             th.settle_bias(t[k], raw[k], qd[k])
         return features, levels
 
-    def enter(self, t, qd):
-        """The enter thresholds (n,) for the sample (t s, qd (n,)): the calibrated constants
-        in mode "calibrated", else margin (rest + speed v + accel a + band u)."""
+    def enter(self, t, qd, tau=None):
+        """The enter thresholds (n,) for the sample (t s, qd (n,), tau (n,) the effort the
+        observer integrates, N m, or None): the calibrated constants in mode "calibrated",
+        else margin (rest + speed v + accel a + band u) + coulomb s + d (module
+        docstring; d = 0 while no tau is given)."""
         if self.mode == "calibrated":
             return self.constant
-        v, a, u = self._state.step(t, qd)
+        st = self._state
+        v, a, u = st.step(t, qd, tau)
         c = self.coef
         np.multiply(c[1], v, out=self._thresholds)
-        self._thresholds += c[0] + c[2] * a + c[3] * u
+        self._thresholds += c[0] + c[2] * a + c[3] * u + self.coulomb * st.s + st.d
         return self._thresholds
 
     def settle_bias(self, t, raw, qd):
@@ -335,41 +368,66 @@ class MotionThresholds:
 
 
 class _FeatureState:
-    """Envelopes v (arm speed), a (n,) |qdd|, u (n,) friction band of :class:`MotionThresholds`.
-    v and a jump up with their value and decay by exp(-K_O dt) per step. u_i = 1 when the
-    sign of qd_i changed, and while joint i is slower than slide_speed after it slid
+    """Envelopes v (arm speed), a (n,) |qdd|, u (n,) friction band of :class:`MotionThresholds`,
+    and its known terms s (n,) slow friction and d (n,) current's lead (module docstring).
+    v, a and d jump up with their value and decay by exp(-K_O dt) per step. u_i = 1 when
+    the sign of qd_i changed, and while joint i is slower than slide_speed after it slid
     faster (a stop: stiction then holds an unknown torque, until the settling rule takes
-    it into the bias: :meth:`settled`); otherwise it decays like v."""
+    it into the bias: :meth:`settled`); otherwise it decays like v. s_i = 1 - min(|qd_i| /
+    slide_speed, 1) once joint i moved faster than rest_speed since the last settling (or
+    the start), else 0."""
 
-    def __init__(self, gains, slide_speed):
-        self.gains, self.slide_speed = gains, slide_speed
+    def __init__(self, gains, slide_speed, rest_speed):
+        self.gains, self.slide_speed, self.rest_speed = gains, slide_speed, rest_speed
         n = gains.shape[0]
-        self.t, self.qd = None, None
+        self.t, self.qd, self.tau = None, None, None
         self.v, self.a, self.u = 0.0, np.zeros(n), np.ones(n)
         self.slid = np.ones(n, bool)          # (at the start: as after a stop)
+        self.moved = np.zeros(n, bool)        # (the start's held torque: the band u)
+        self.s, self.d = np.zeros(n), np.zeros(n)
 
-    def step(self, t, qd):
-        """The features (3, n) = (v, a, u) for the sample (t, qd)."""
+    def step(self, t, qd, tau=None):
+        """The features (3, n) = (v, a, u) for the sample (t, qd); s and d updated (d only
+        when tau (n,) is given: the effort's step from the last sample that gave one)."""
         qd = np.asarray(qd, dtype=float)
+        speed = np.abs(qd)
+        self.moved |= speed > self.rest_speed
+        self.s = self.moved * (1.0 - np.minimum(speed / self.slide_speed, 1.0))
         if self.t is None or not t > self.t:
             self.t, self.qd = t, qd.copy()
+            self._lead(None, tau)
             return np.array([np.full_like(qd, self.v), self.a, self.u])
         h = t - self.t
         decay = np.exp(-self.gains * h)
-        self.v = max(float(np.abs(qd).max()), float(decay.max()) * self.v)
+        self.v = max(float(speed.max()), float(decay.max()) * self.v)
         self.a = np.maximum(np.abs(qd - self.qd) / h, decay * self.a)
-        sliding = np.abs(qd) > self.slide_speed
+        sliding = speed > self.slide_speed
         stopped = self.slid & ~sliding
         self.slid |= sliding
         held = (np.sign(qd) != np.sign(self.qd)) | stopped
         self.u = np.where(held, 1.0, decay * self.u)
         self.t, self.qd = t, qd.copy()
+        self._lead(decay, tau)
         return np.array([np.full_like(qd, self.v), self.a, self.u])
 
+    def _lead(self, decay, tau):
+        """d after a step with decay exp(-K_O h) (None: no step) and the effort tau (None:
+        d only decays; the next effort is compared with the last one given)."""
+        if decay is not None:
+            self.d *= decay
+        if tau is None:
+            return
+        tau = np.asarray(tau, dtype=float)
+        if decay is not None and self.tau is not None:
+            np.maximum((1.0 - decay) * np.abs(tau - self.tau), self.d, out=self.d)
+        self.tau = tau.copy()
+
     def settled(self):
-        """The arm settled at rest: the friction it holds is now in the bias (u = 0)."""
+        """The arm settled at rest: the friction it holds is now in the bias (u = 0, s = 0)."""
         self.u[:] = 0.0
         self.slid[:] = False
+        self.moved[:] = False
+        self.s[:] = 0.0
 
 
 # ============================================================================ file

@@ -103,3 +103,52 @@ def test_the_calibration_file_reads_back_the_same_bits(tmp_path):
     path.write_text(path.read_text().replace("margin:", "margn:"))
     with pytest.raises(InputError, match="unknown key 'margn'"):
         load_calibration(path)
+
+
+def _rest_only(settle=100.0):
+    """A calibration whose learned threshold is margin x rest = 1 N m everywhere (no speed,
+    accel or band): what enter adds on top is the known terms alone."""
+    zero = (0.0, 0.0)
+    return ContactCalibration(NAMES, (K, K), zero, (9.0, 9.0), (1.0, 1.0), zero, zero, zero,
+                              margin=1.0, settle=settle)
+
+
+def test_the_currents_lead_adds_its_step_times_the_observers_gain_and_decays_like_it():
+    """The effort steps by 40 N m on joint a at sample 5 (qd unchanged: the current leads the
+    velocity): the observer integrates it one sample early, an error of (1 - exp(-K h)) 40
+    that decays by exp(-K h) per sample; enter carries exactly that (closed form)."""
+    th = MotionThresholds(_rest_only())
+    h, k_step = 0.01, 5
+    enter = [th.enter(h * k, (0.3, 0.3), (40.0 if k >= k_step else 0.0, 2.0)).copy()
+             for k in range(12)]
+    enter = np.array(enter)
+    lead = (1 - np.exp(-K * h)) * 40.0 * np.exp(-K * h) ** np.arange(12 - k_step)
+    assert enter[:k_step, 0] == pytest.approx(1.0)
+    assert enter[k_step:, 0] == pytest.approx(1.0 + lead)
+    assert enter[:, 1] == pytest.approx(1.0)                  # a constant effort: no lead
+    no_tau = th.enter(h * 12, (0.3, 0.3))[0]                   # no effort: d decays only
+    assert no_tau == pytest.approx(1.0 + lead[-1] * np.exp(-K * h))
+
+
+def test_the_slow_friction_is_the_coulomb_gap_of_a_joint_that_moved_until_the_arm_settles():
+    """Joint a moves at 0.3 rad/s, then creeps at 0.01 rad/s, then stands: its friction is
+    between stiction and the ramp's coulomb x 0.01 / 0.05, so enter adds coulomb (1 - 0.2),
+    then coulomb at rest, until the arm settles (settle 0.5 s: then 0). Joint b never moved
+    faster than rest_speed: nothing added."""
+    th = MotionThresholds(_rest_only(settle=0.5), coulomb=(10.0, 10.0))
+    t = np.arange(0.0, 2.0, 0.01)
+    qd_a = np.where(t < 0.3, 0.3, np.where(t < 0.6, 0.01, 0.0))
+    enter = []
+    for k, tk in enumerate(t):
+        qd = np.array([qd_a[k], 1e-3])
+        enter.append(th.enter(tk, qd).copy())
+        th.settle_bias(tk, np.zeros(2), qd)
+    enter = np.array(enter)
+    creep, still = int(np.searchsorted(t, 0.45)), int(np.searchsorted(t, 0.8))
+    assert enter[10, 0] == pytest.approx(1.0)                 # 0.3 rad/s: sliding, known
+    assert enter[creep, 0] == pytest.approx(1.0 + 10.0 * (1 - 0.01 / 0.05))
+    assert enter[still, 0] == pytest.approx(1.0 + 10.0)
+    assert th.settled >= 1 and enter[-1, 0] == pytest.approx(1.0)
+    assert enter[:, 1] == pytest.approx(1.0)
+    with pytest.raises(InputError, match="coulomb must be 2 finite numbers >= 0"):
+        MotionThresholds(_rest_only(), coulomb=(1.0, -1.0))
