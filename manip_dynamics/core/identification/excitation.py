@@ -29,7 +29,6 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.optimize
 
 from ..errors import InputError
 from .regressor import base_parameters, joint_torque_regressor
@@ -177,6 +176,8 @@ def optimize_excitation(model, base_frequency=0.1, harmonics=5, friction=True, s
         if progress is not None:
             progress(iteration[0], math.exp(best["f"]))
 
+    import scipy.optimize     # here, not at import: 1 s of CPU in every process that imports
+                              # the core (each node's start), where nothing is optimised
     try:
         if max_iter <= 0:
             raise _Timeout

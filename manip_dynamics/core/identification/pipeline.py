@@ -27,7 +27,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.linalg
-import scipy.signal
 
 from ..dynamics.checks import _as_float, _flag
 from ..dynamics.urdf import _parse_inertial
@@ -149,6 +148,8 @@ def filter_recording(t, q, qd, tau, cutoff=10.0, order=4, decimate=None, trim=No
     cutoff = arguments.scalar("cutoff", cutoff)
     if not 0 < cutoff < 0.5 * fs:
         raise InputError(f"cutoff {cutoff} Hz must be in (0, fs/2 = {0.5 * fs:.4g} Hz)")
+    import scipy.signal       # here, not at import: 1.5 s of CPU in every process that imports
+                              # the core (each node's start), where nothing filters
     sos = scipy.signal.butter(order, cutoff / (0.5 * fs), output="sos")
     lowpass = lambda a: scipy.signal.sosfiltfilt(sos, a, axis=0)
     q_f, tau_f = lowpass(q), lowpass(tau)

@@ -31,7 +31,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.signal
 
 from ..errors import InputError
 from . import arguments
@@ -75,6 +74,7 @@ def validation_states(t, q, qd, tau, cutoff=7.5, order=5):
     cutoff = arguments.scalar("cutoff", cutoff)
     if not 0 < cutoff < 0.5 / dt:
         raise InputError(f"cutoff {cutoff} Hz must be in (0, fs/2 = {0.5 / dt:.4g} Hz)")
+    import scipy.signal       # here, not at import (pipeline.filter_recording says why)
     sos = scipy.signal.butter(order, cutoff * 2 * dt, output="sos")
     pad = 3 * (2 * len(sos) + 1)                   # sosfiltfilt's default padding
     if len(t) <= pad:
