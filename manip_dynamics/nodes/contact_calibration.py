@@ -41,6 +41,7 @@ from manip_dynamics.core.contact.calibration import (calibrate_contact, calibrat
 from manip_dynamics.core.errors import InputError, ManipDynamicsError
 from manip_dynamics.rules.calibration_run import CalibrationRun
 from manip_dynamics.nodes.service_thread import ServiceThread
+from manip_dynamics.nodes.services import guarded_answer
 from manip_dynamics.rules.contact_monitor import per_joint
 from manip_dynamics_interfaces.msg import ContactCalibration
 from manip_dynamics_interfaces.srv import CalibrateContact
@@ -115,14 +116,7 @@ class ContactCalibrationService:
 
     # ------------------------------------------------------------------ service
     def on_request(self, request, response):
-        try:
-            self._answer(request, response)
-        except (ManipDynamicsError, ValueError) as exc:
-            response.success, response.message = False, f"{SERVICE}: {exc}"
-        except Exception as exc:  # never let a request take the node down
-            self.node.get_logger().error(f"{SERVICE} failed:\n" + traceback.format_exc())
-            response.success = False
-            response.message = f"{SERVICE}: internal error: {type(exc).__name__}: {exc}"
+        guarded_answer(self.node, SERVICE, self._answer, request, response)
         if not response.success:
             self.node.get_logger().warning(response.message)
         return response

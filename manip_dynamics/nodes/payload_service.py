@@ -17,12 +17,12 @@ Bad requests (negative times, an unknown frame, too few or unexciting states) ge
 from __future__ import annotations
 
 import math
-import traceback
 
 from geometry_msgs.msg import Inertia, Vector3
 from rclpy.parameter import Parameter
 
-from manip_dynamics.core.errors import InputError, ManipDynamicsError
+from manip_dynamics.core.errors import InputError
+from manip_dynamics.nodes.services import guarded_answer
 from manip_dynamics.rules.dynamics_parameters import (ParameterValueError, check_inertia,
                                                       make_snapshot)
 from manip_dynamics.rules.effort_reader import EffortReader
@@ -67,15 +67,7 @@ class PayloadService:
         self.buffer.append(snapshot.model.joint_names, t, q, qd, tau)
 
     def on_request(self, request, response):
-        try:
-            self._answer(request, response)
-        except (ManipDynamicsError, ValueError) as exc:
-            response.success, response.message = False, f"{SERVICE}: {exc}"
-        except Exception as exc:  # never let a request take the node down
-            self.node.get_logger().error(f"{SERVICE} failed:\n" + traceback.format_exc())
-            response.success = False
-            response.message = f"{SERVICE}: internal error: {type(exc).__name__}: {exc}"
-        return response
+        return guarded_answer(self.node, SERVICE, self._answer, request, response)
 
     def _answer(self, request, response) -> None:
         for name in ("duration", "rest_speed", "effort_delay"):

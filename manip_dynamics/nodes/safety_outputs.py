@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import threading
 import time
-import traceback
 
 import numpy as np
 from geometry_msgs.msg import Point, Vector3
@@ -33,7 +32,7 @@ from visualization_msgs.msg import Marker, MarkerArray
 
 from manip_dynamics.core.errors import InputError, ManipDynamicsError
 from manip_dynamics.nodes import wire
-from manip_dynamics.nodes.services import trajectory_arrays
+from manip_dynamics.nodes.services import guarded_answer, trajectory_arrays
 from manip_dynamics.rules.safety_options import body_model, monitored_extra, options_from_values
 from manip_dynamics.rules.throttled_log import ThrottledLog
 from manip_dynamics.safety import SafetyMonitor, check_trajectory, default_points
@@ -145,15 +144,7 @@ class SafetyOutputs:
 
     # ------------------------------------------------------------------ service
     def on_request(self, request, response):
-        try:
-            self._answer(request, response)
-        except (ManipDynamicsError, ValueError) as exc:
-            response.success, response.message = False, f"{SERVICE}: {exc}"
-        except Exception as exc:
-            self.node.get_logger().error(f"{SERVICE} failed:\n" + traceback.format_exc())
-            response.success = False
-            response.message = f"{SERVICE}: internal error: {type(exc).__name__}: {exc}"
-        return response
+        return guarded_answer(self.node, SERVICE, self._answer, request, response)
 
     def _answer(self, request, response):
         with self._lock:           # (the per-state monitor: built for the current state)

@@ -80,6 +80,23 @@ class RequestError(ManipDynamicsError, ValueError):
     """A request the service cannot answer; the message names the field at fault."""
 
 
+def guarded_answer(node, name: str, answer: Callable, request, response):
+    """``answer(request, response)`` fills the response of the service ``name``
+    (a ``success`` and a ``message`` field); a refusal (ManipDynamicsError, ValueError) is
+    success false with "<name>: <why>"; anything else is logged with its traceback and
+    answered "<name>: internal error: <type>: <text>": a request never takes the node down.
+    -> response."""
+    try:
+        answer(request, response)
+    except (ManipDynamicsError, ValueError) as exc:
+        response.success, response.message = False, f"{name}: {exc}"
+    except Exception as exc:  # never let a request take the node down
+        node.get_logger().error(f"{name} failed:\n" + traceback.format_exc())
+        response.success = False
+        response.message = f"{name}: internal error: {type(exc).__name__}: {exc}"
+    return response
+
+
 def _error_text(exc: BaseException) -> str:
     # KeyError (UnknownFrameError) quotes its argument in str(); use the argument itself.
     if isinstance(exc, KeyError) and exc.args:

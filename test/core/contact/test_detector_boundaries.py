@@ -154,6 +154,30 @@ def stopped_or_spinning(cf, kind, t):
     return q, qd, cf.c(q, qd) + cf.g(q) + friction_closed_form(qd) - TAU_EXT
 
 
+def friction_residuals(model, path, t, samples):
+    """r (N, n) of an observer with friction=True (gains K_O) fed (t_k, q, qd, tau) along
+    ``path``: MomentumObserver.run, .update, .update_terms, or ContactMonitor.update_terms
+    ("observe_contact": the node's numba kernel)."""
+    options = dict(gains=K_O, friction=True, max_dt=0.05)
+    if path == "run":
+        return MomentumObserver(model, **options).run(t, *(np.array(a) for a in zip(*samples)))
+    if path == "observe_contact":
+        monitor = ContactMonitor(model, ObserverOptions(
+            gains=tuple(K_O), enter=(100.0,), friction=True, max_gap=0.05), "tip")
+        return np.array([monitor.update_terms(tk, q, qd, tau, *model.compute_all(
+            q, qd, "tip", momentum=True)).residual.copy() for tk, (q, qd, tau) in zip(t, samples)])
+    obs = MomentumObserver(model, **options)
+    rows = []
+    for tk, (q, qd, tau) in zip(t, samples):
+        if path == "update":
+            rows.append(obs.update(tk, q, qd, tau).residual)
+        else:
+            terms, momentum = model.compute_all(q, qd, "tip", momentum=True)
+            obs.update_terms(tk, momentum.p, momentum.ct, terms.g, tau, qd)
+            rows.append(obs.residual_buffer.copy())
+    return np.array(rows)
+
+
 @pytest.mark.parametrize("kind", ["stopped", "spinning"])
 @pytest.mark.parametrize("path", ["update", "run", "update_terms", "observe_contact"])
 def test_coulomb_friction_at_exactly_zero_velocity(friction_arm, kind, path):
@@ -163,25 +187,7 @@ def test_coulomb_friction_at_exactly_zero_velocity(friction_arm, kind, path):
     model, cf = friction_arm
     t = np.concatenate(([0.0], np.cumsum(np.random.default_rng(8).uniform(1e-3, 0.02, 80))))
     samples = [stopped_or_spinning(cf, kind, tk) for tk in t]
-    options = dict(gains=K_O, friction=True, max_dt=0.05)
-    if path == "run":
-        r = MomentumObserver(model, **options).run(t, *(np.array(a) for a in zip(*samples)))
-    elif path == "observe_contact":
-        monitor = ContactMonitor(model, ObserverOptions(
-            gains=tuple(K_O), enter=(100.0,), friction=True, max_gap=0.05), "tip")
-        r = np.array([monitor.update_terms(tk, q, qd, tau, *model.compute_all(
-            q, qd, "tip", momentum=True)).residual.copy() for tk, (q, qd, tau) in zip(t, samples)])
-    else:
-        obs = MomentumObserver(model, **options)
-        rows = []
-        for tk, (q, qd, tau) in zip(t, samples):
-            if path == "update":
-                rows.append(obs.update(tk, q, qd, tau).residual)
-            else:
-                terms, momentum = model.compute_all(q, qd, "tip", momentum=True)
-                obs.update_terms(tk, momentum.p, momentum.ct, terms.g, tau, qd)
-                rows.append(obs.residual_buffer.copy())
-        r = np.array(rows)
+    r = friction_residuals(model, path, t, samples)
     expected = -np.expm1(-np.outer(t, K_O)) * TAU_EXT
     assert math.isclose(expected[-1, 1], TAU_EXT[1], rel_tol=1e-6)       # settled
     np.testing.assert_allclose(r, expected, rtol=0, atol=1e-10)
@@ -218,25 +224,7 @@ def test_the_friction_model_is_subtracted_in_every_path(friction_arm, speed, pat
         return q, qd, cf.c(q, qd) + cf.g(q) + friction_model_closed_form(qd) - TAU_EXT
 
     samples = [sample(tk) for tk in t]
-    options = dict(gains=K_O, friction=True, max_dt=0.05)
-    if path == "run":
-        r = MomentumObserver(model, **options).run(t, *(np.array(a) for a in zip(*samples)))
-    elif path == "observe_contact":
-        monitor = ContactMonitor(model, ObserverOptions(
-            gains=tuple(K_O), enter=(100.0,), friction=True, max_gap=0.05), "tip")
-        r = np.array([monitor.update_terms(tk, q, qd, tau, *model.compute_all(
-            q, qd, "tip", momentum=True)).residual.copy() for tk, (q, qd, tau) in zip(t, samples)])
-    else:
-        obs = MomentumObserver(model, **options)
-        rows = []
-        for tk, (q, qd, tau) in zip(t, samples):
-            if path == "update":
-                rows.append(obs.update(tk, q, qd, tau).residual)
-            else:
-                terms, momentum = model.compute_all(q, qd, "tip", momentum=True)
-                obs.update_terms(tk, momentum.p, momentum.ct, terms.g, tau, qd)
-                rows.append(obs.residual_buffer.copy())
-        r = np.array(rows)
+    r = friction_residuals(model, path, t, samples)
     expected = -np.expm1(-np.outer(t, K_O)) * TAU_EXT
     # 1e-8: joint 2 moves, so p = M(q2) qd changes within a step and the step's constant-u
     # assumption leaves ~1e-9 (the friction itself: a wrong term is off by >= 0.05 N*m)

@@ -26,9 +26,10 @@ pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 GAINS = (10.0, 10.6956, 8.4566, 9.0029, 9.4800, 10.1232)     # the authors' drive gains, N m/A
 
 
-@pytest.fixture(scope="module")
-def ur10e():
-    """(prior URDF text, model, fit Samples, held-out Samples)."""
+def authors_window():
+    """(URDF text, model, Samples) of the authors' identification file and window (lines
+    635-3510 of ur-20_02_10-30sec_12harm.csv), currents x their gains, filtered at 5 Hz;
+    skips where shared/data is absent."""
     data = require_shared_data("ur10e-mamedov2020")
     xml = (data / "ur10e.urdf").read_text(encoding="utf-8")
     model = RobotModel.from_urdf_string(xml)
@@ -37,7 +38,14 @@ def ur10e():
     log = csv_log.read_csv_joint_states(
         data / "identification_data" / "ur-20_02_10-30sec_12harm.csv", columns,
         model.joint_names)
-    samples = I.filter_recording(log.t, log.position, log.velocity, log.effort, cutoff=5.0)
+    return xml, model, I.filter_recording(log.t, log.position, log.velocity, log.effort,
+                                          cutoff=5.0)
+
+
+@pytest.fixture(scope="module")
+def ur10e():
+    """(prior URDF text, model, fit Samples, held-out Samples)."""
+    xml, model, samples = authors_window()
     return (xml, model, *samples.split(0.75))
 
 

@@ -11,14 +11,12 @@ import pinocchio as pin
 import pytest
 
 from manip_dynamics import RobotModel
-from manip_dynamics.core.identification import csv_log
 from manip_dynamics.core.identification import pipeline as I
 from manip_dynamics.core.identification import regressor as R
 
-from shared_data import require_shared_data
+from .test_real_ur10e import authors_window
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
-GAINS = (10.0, 10.6956, 8.4566, 9.0029, 9.4800, 10.1232)     # the authors' drive gains, N m/A
 
 
 def test_the_least_squares_urdf_of_the_real_ur10e_loads_back():
@@ -27,15 +25,7 @@ def test_the_least_squares_urdf_of_the_real_ur10e_loads_back():
     keeps testing the projection); the written URDF loads without a warning in our parser
     and in Pinocchio (same RNEA to 1e-9 at random states), every body real with the margin,
     and a note names each body that was projected."""
-    data = require_shared_data("ur10e-mamedov2020")
-    xml0 = (data / "ur10e.urdf").read_text(encoding="utf-8")
-    model = RobotModel.from_urdf_string(xml0)
-    columns = csv_log.ColumnMap.from_mapping(csv_log.parse_inline(
-        "t=1,q=2:7,qd=8:13,effort=14:19")).replace(drive_gains=GAINS, rows=(635, 3510))
-    log = csv_log.read_csv_joint_states(
-        data / "identification_data" / "ur-20_02_10-30sec_12harm.csv", columns,
-        model.joint_names)
-    samples = I.filter_recording(log.t, log.position, log.velocity, log.effort, cutoff=5.0)
+    xml0, model, samples = authors_window()
     result = I.identify(model, samples, True, consistent=False, min_speed=0.05)
     nb = len(model.body_links)
     none = [model.body_links[b] for b in range(nb)
