@@ -83,6 +83,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..dynamics.side_file import beside_description
 from ..errors import InputError
 from ..extras import import_extra
 
@@ -434,12 +435,7 @@ class _FeatureState:
 def calibration_file_beside(description_path) -> Path:
     """``<dir>/<name>.contact.yaml`` for a robot description ``<dir>/<name>.urdf`` (or
     ``.urdf.xacro``, ``.xacro``): beside the dynamics side file ``<name>.dynamics.yaml``."""
-    path = Path(description_path)
-    name = path.name
-    for suffix in (".xacro", ".urdf"):
-        if name.endswith(suffix) and len(name) > len(suffix):
-            name = name[:-len(suffix)]
-    return path.with_name(name + ".contact.yaml")
+    return beside_description(description_path, ".contact.yaml")
 
 
 def save_calibration(path, calibration: ContactCalibration, comment=None) -> Path:

@@ -97,6 +97,7 @@ from collections import namedtuple
 import numpy as np
 from numba import njit
 
+from ..dynamics.model import friction_torque
 from ..errors import InputError
 
 EFFORT_MEANINGS = ("total", "minus_gravity")
@@ -239,22 +240,12 @@ class MomentumObserver:
         if self.effort == "total":
             beta = beta - self.model.gravity_torques(q)
         if self.friction and (self.slide_speed > 0).any():
-            beta = beta - self._ramped_friction(qd)
+            # the model's friction with the Coulomb ramp (the arithmetic of _friction_one)
+            beta = beta - friction_torque(qd, *self.model.friction_coefficients,
+                                          slide=self.slide_speed)
         elif self.friction:
             beta = beta - self.model.friction_torques(qd)
         return p, beta
-
-    def _ramped_friction(self, qd):
-        """model.friction_torque with s(qd) = clip(qd / slide_speed, -1, 1) where
-        slide_speed > 0, else the model's s (tanh(qd / width) or sign(qd)): the arithmetic
-        of :func:`_friction_one`."""
-        viscous, coulomb, coulomb_negative, offset, width = self.model.friction_coefficients
-        v = self.slide_speed
-        ramp = np.clip(qd / np.where(v > 0, v, 1.0), -1.0, 1.0)
-        smooth = width > 0
-        s = np.where(v > 0, ramp, np.where(smooth, np.tanh(qd / np.where(smooth, width, 1.0)),
-                                           np.sign(qd)))
-        return viscous * qd + np.where(qd > 0, coulomb, coulomb_negative) * s + offset
 
     def _checked_tau(self, tau, q_shape):
         try:

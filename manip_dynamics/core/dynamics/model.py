@@ -62,11 +62,14 @@ _NO_POSE = np.zeros((0, 4, 4))          # batch_kinematics: the Jacobian alone
 _EYE4 = np.eye(4)
 
 
-def friction_torque(qd, viscous, coulomb, coulomb_negative, offset, width):
+def friction_torque(qd, viscous, coulomb, coulomb_negative, offset, width, slide=0.0):
     """Joint friction (N*m or N), per joint, broadcasting over qd (n,) or (N, n)::
 
         tau_fr = viscous qd + coulomb s(qd) [qd > 0] + coulomb_negative s(qd) [qd < 0] + offset
         s(qd) = tanh(qd / width) where width > 0, else sign(qd)   (s(0) = 0)
+
+    slide (rad/s, scalar or (n,); 0: none): where > 0, s(qd) = clip(qd / slide, -1, 1)
+    instead (the contact observer's Coulomb ramp, MomentumObserver's slide_speed).
 
     viscous (N*m*s/rad), coulomb, coulomb_negative (N*m, the magnitudes for qd > 0 and qd < 0;
     equal: the symmetric model), offset (N*m, any sign), width (rad/s) (n,) each. At qd = 0
@@ -75,6 +78,9 @@ def friction_torque(qd, viscous, coulomb, coulomb_negative, offset, width):
     qd = np.asarray(qd, dtype=float)
     smooth = width > 0
     s = np.where(smooth, np.tanh(qd / np.where(smooth, width, 1.0)), np.sign(qd))
+    ramped = np.asarray(slide, dtype=float) > 0
+    if ramped.any():
+        s = np.where(ramped, np.clip(qd / np.where(ramped, slide, 1.0), -1.0, 1.0), s)
     return viscous * qd + np.where(qd > 0, coulomb, coulomb_negative) * s + offset
 
 

@@ -61,16 +61,23 @@ file's armature and friction), ``drive_gain`` (n,) N m/A in q order (1 where the
 none), ``path`` (the file read, None for :func:`side_file_from_dict`)."""
 
 
-def side_file_beside(description_path) -> Path:
-    """The default side file of a robot description: ``<dir>/<name>.dynamics.yaml`` where
-    ``name`` is the file name without ``.xacro`` and then ``.urdf`` (``ur10e.urdf`` and
-    ``ur10e.urdf.xacro`` -> ``ur10e.dynamics.yaml``). The file may not exist."""
+def beside_description(description_path, suffix) -> Path:
+    """``<dir>/<name><suffix>`` for a robot description ``<dir>/<file>``, ``name`` the file
+    name without ``.xacro`` and then ``.urdf`` (``ur10e.urdf`` and ``ur10e.urdf.xacro`` ->
+    ``ur10e``)."""
     path = Path(description_path)
     name = path.name
-    for suffix in (".xacro", ".urdf"):
-        if name.endswith(suffix) and len(name) > len(suffix):
-            name = name[:-len(suffix)]
-    return path.with_name(name + ".dynamics.yaml")
+    for ending in (".xacro", ".urdf"):
+        if name.endswith(ending) and len(name) > len(ending):
+            name = name[:-len(ending)]
+    return path.with_name(name + suffix)
+
+
+def side_file_beside(description_path) -> Path:
+    """The default side file of a robot description: ``<dir>/<name>.dynamics.yaml``
+    (:func:`beside_description`: ``ur10e.urdf`` and ``ur10e.urdf.xacro`` ->
+    ``ur10e.dynamics.yaml``). The file may not exist."""
+    return beside_description(description_path, ".dynamics.yaml")
 
 
 def load_side_file(path, model) -> SideFile:
