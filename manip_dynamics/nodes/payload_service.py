@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import math
 
-import scipy.signal  # noqa: F401  (see below)
 from geometry_msgs.msg import Inertia, Vector3
 from rclpy.parameter import Parameter
 
@@ -31,11 +30,11 @@ from manip_dynamics.rules.state_buffer import DEFAULT_REST_SPEED, StateBuffer, e
 from manip_dynamics_interfaces.msg import Payload
 from manip_dynamics_interfaces.srv import EstimatePayload
 
-# scipy.signal: the estimate filters the buffered states (pipeline.filter_recording, which
-# imports it where it filters, so that other processes never pay its 1.5 s of CPU). Here
-# it is imported with the node, on the main thread: imported by the first request instead,
-# on the services' thread of a node whose main thread computes every state, it took longer
-# than a caller's 10 s timeout on a loaded machine (test_estimate_payload).
+# scipy.signal: the estimate filters the buffered states (pipeline.filter_recording imports
+# it where it filters). A node imports it with its first estimate, not at start: 1.1 s of CPU
+# that every node process paid (hundreds in the test suite) for a service few call. That
+# first request takes about a second longer (more on a loaded machine); the node's states
+# are served on the main thread meanwhile.
 
 BUFFER_STATES = 30_000
 SERVICE = "~/estimate_payload"

@@ -173,7 +173,8 @@ def test_drive_gains_of_the_side_file_turn_currents_into_torques(node_process, r
             send(q, pinocchio_static(q)[0] + payload_torque(q))
     res = ros_utils.call_service(ros_node, EstimatePayload, "/gains/dynamics_node/estimate_payload",
                                  EstimatePayload.Request(frame="tool0", duration=0.175,
-                                                         static_only=True), process=proc)
+                                                         static_only=True), process=proc,
+                                 timeout=60.0)  # the first estimate imports scipy.signal
     assert res.success, res.message
     assert res.payload.inertia.m == pytest.approx(PAYLOAD, rel=1e-6)
     com = res.payload.inertia.com
