@@ -433,10 +433,10 @@ def publish_until(
         node.destroy_publisher(pub)
 
 
-def run_demo(module: str, out, timeout: float):
-    """``python -m module --output out`` from the repository root, in the test's ROS
+def run_demo(module: str, out, timeout: float, args=()):
+    """``python -m module --output out [args]`` from the repository root, in the test's ROS
     environment; prints the tails of its output; -> the CompletedProcess."""
-    proc = subprocess.run([sys.executable, "-m", module, "--output", str(out)],
+    proc = subprocess.run([sys.executable, "-m", module, "--output", str(out), *args],
                           cwd=REPO_ROOT, env=_child_env(None),
                           capture_output=True, text=True, timeout=timeout)
     print(proc.stdout[-3000:], proc.stderr[-3000:])

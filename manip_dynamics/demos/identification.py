@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import subprocess
 import sys
 import time
@@ -63,12 +64,12 @@ def _plant_values(friction=True):
     return values
 
 
-def _start_nodes(log_dir, excitation_file):
+def _start_nodes(log_dir, excitation_file, real_time_factor=1.0):
     sim = {k: (_fmt(v) if isinstance(v, list) else v) for k, v in _plant_values().items()
            if k not in ('plant', 'floor')}
     sim.update(robot='panda', floor='false', paused='true', initial_positions=_fmt(Q_HOLD),
                lockstep='true', lockstep_timeout='5.0', command_timeout='5.0',
-               publish_rate=repr(RATE))
+               publish_rate=repr(RATE), real_time_factor=repr(float(real_time_factor)))
     return [_start('manip_dynamics.nodes.arm_simulator', sim, log_dir, 'arm_simulator'),
             _start('manip_dynamics.nodes.dynamics_node',
                    {'outputs.inertia_markers.enabled': 'false'}, log_dir, 'dynamics_node'),
@@ -196,10 +197,10 @@ def gravity_errors(model_urdf, model_identified, xml, count=200):
     return rms(model_urdf), rms(model_identified)
 
 
-def _run(out_dir, log_dir, trajectory_file, trajectory, urdf):
+def _run(out_dir, log_dir, trajectory_file, trajectory, urdf, real_time_factor=1.0):
     """Phases 1-5 with the nodes up; -> (Recorder, identified xml, report)."""
     from manip_dynamics import RobotModel
-    procs = _start_nodes(log_dir, trajectory_file)
+    procs = _start_nodes(log_dir, trajectory_file, real_time_factor)
     rec = None
     try:
         rec = Recorder()
@@ -284,7 +285,13 @@ def main(argv=None):
     parser.add_argument('--excitation-iterations', type=int, default=5,
                         help='SLSQP iterations optimising the excitation (default 5; a '
                              'count, not a time, so the run does not depend on the load)')
+    parser.add_argument('--real-time-factor', type=float, default=1.0,
+                        help="the simulator's simulated seconds per wall second (lockstep: "
+                             "at most as fast as the loop answers; the results do not "
+                             "depend on it)")
     args = parser.parse_args(argv)
+    if not (math.isfinite(args.real_time_factor) and args.real_time_factor > 0):
+        parser.error(f'--real-time-factor must be a positive number, got {args.real_time_factor}')
     require_parts('python -m manip_dynamics.demo_identification', 'mujoco', 'matplotlib',
                   'mcap', 'mcap_ros2')
     _ros_environment()
@@ -305,7 +312,8 @@ def main(argv=None):
                                      max_iter=args.excitation_iterations, max_time=300.0)
     trajectory_file = out_dir / 'excitation.json'
     trajectory.save(trajectory_file)
-    rec, xml, report = _run(out_dir, log_dir, trajectory_file, trajectory, urdf)
+    rec, xml, report = _run(out_dir, log_dir, trajectory_file, trajectory, urdf,
+                            args.real_time_factor)
     drifts = {name: drift(rec, name) for name in PHASE_TITLES}
     g_urdf, g_identified = gravity_errors(model, RobotModel.from_urdf_string(xml),
                                           urdf.read_text())

@@ -21,7 +21,10 @@ pytestmark = pytest.mark.timeout(600)
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory):
     out = tmp_path_factory.mktemp("identification_demo")
-    proc = ros_utils.run_demo("manip_dynamics.demo_identification", out, timeout=560)
+    # lockstep: the simulator waits for every answer, so the numbers do not depend on the
+    # pace; up to 4x real time saves the suite the demo's waiting
+    proc = ros_utils.run_demo("manip_dynamics.demo_identification", out, timeout=560,
+                              args=["--real-time-factor", "4"])
     return proc, out
 
 
