@@ -25,7 +25,11 @@ currents are what is measured with noise, so the residual is taken in their unit
 projection) and the n gains found by ``scipy.optimize.least_squares``, from the linear
 solution of ``k_j di_j - Yf_j' p = Yf_j,m m_L``. (That linear form's residual grows with k_j,
 so whatever the model does not explain pulls k_j toward 0: an errors-in-variables bias.)
-Standard deviations: ``s^2 (J^T J)^-1`` with J the Jacobian in (p, k).
+Standard deviations: block-robust, ``H (sum_b g_b g_b^T) H``, ``H = (J^T J)^-1`` with J the
+Jacobian of the residual r in (p, k), ``g_b = J_b^T r_b`` summed over the samples of block b
+(``block_seconds`` long): the residual of filtered data and of what the load's model leaves
+out is correlated in time, and ``s^2 H`` (white) understates the gains' spread by the square
+root of that correlation's length in samples (on the UR10e 3-6x).
 
 **Payload** (:func:`estimate_payload_from_pair`), the gains known, any two runs of the
 arm (not necessarily the same path). Per sample and joint j, unloaded (u), loaded (l)::
@@ -73,9 +77,10 @@ class DriveGains:
     for the payload; rows: equations used; condition_number of the (column-scaled) system;
     columns: the names of the per-joint columns kept.
 
-    gain_std comes from the fit's residual as if it were white: the residual of filtered
-    data is correlated in time, so the spread between recordings is larger (on the UR10e,
-    joint 1: 12.5-13.3 N m/A over three pairs, sigma 0.3-0.4)."""
+    gain_std and payload_std of :func:`estimate_drive_gains` are block-robust (the module
+    docstring): right for a residual correlated over less than a block, where the white
+    ``s^2 (J^T J)^-1`` was 3-6x too small on the UR10e (joint 1: +-0.3 white, +-1.2 robust;
+    three pairs gave 12.5-13.3 N m/A)."""
 
     gain: np.ndarray
     gain_std: np.ndarray
@@ -245,9 +250,9 @@ def _whole_sample_lag(tu, qu, tl, ql, dt):
     return float(lags[ok][int(np.argmin(mse))] * dt)
 
 
-def _difference_gains(Yf, di, mass, n):
-    """(k (n,), p (9,), covariance of [p, k], s (n,) A) of the module docstring's gain
-    problem; Yf (N, n, 10), di (N, n) A."""
+def _difference_gains(Yf, di, mass, n, block=1):
+    """(k (n,), p (9,), covariance of [p, k] (block-robust, blocks of ``block`` samples),
+    s (n,) A) of the module docstring's gain problem; Yf (N, n, 10), di (N, n) A."""
     import scipy.optimize
     N = len(di)
     joint = np.tile(np.arange(n), N)
@@ -262,31 +267,71 @@ def _difference_gains(Yf, di, mass, n):
         p = _lstsq(P * w[:, None], y)
         return y - (P * w[:, None]) @ p, p
 
+    Rj = _joint_factors(Yf, di, mass)
+
+    def reduced(k, s):                           # the same residual's norm, joint by joint
+        w = 1.0 / (k * s)
+        M = -w[:, None, None] * Rj[:, :, :9]
+        v = Rj[:, :, 9] / s[:, None] - Rj[:, :, 10] * w[:, None]
+        p = _lstsq(M.reshape(-1, 9), -v.ravel())
+        return (v + M @ p).ravel()
+
     s = np.ones(n)
     for _ in range(2):                           # s_j: at the start, then at the optimum
-        r = project(k, np.ones(n))[0]
-        s = np.sqrt(np.bincount(joint, r ** 2, minlength=n) / N)
+        r = reduced(k, np.ones(n)).reshape(n, -1)
+        s = np.sqrt((r ** 2).sum(1) / N)
         s = np.maximum(s, 1e-12 * max(s.max(), 1e-300) + 1e-300)
         if not (k > 0).all():
             break
-        k = scipy.optimize.least_squares(lambda x: project(x, s)[0], k, x_scale=np.abs(k),
+        k = scipy.optimize.least_squares(lambda x: reduced(x, s), k, x_scale=np.abs(k),
                                          xtol=1e-14, ftol=1e-14, gtol=1e-14).x
     r, p = project(k, s)
     J = np.zeros((N * n, 9 + n))                  # d r / d [p, k]
     J[:, :9] = -P / (k[joint] * s[joint])[:, None]
     J[np.arange(N * n), 9 + joint] = (P @ p + b) / (k[joint] ** 2 * s[joint])
-    cov = float(r @ r) / max(N * n - 9 - n, 1) * np.linalg.pinv(J.T @ J)
-    return k, p, cov, s
+    return k, p, robust_covariance(J, r, N, block), s
 
 
-def estimate_drive_gains(model, unloaded, loaded, frame, payload_mass, max_mismatch=0.02):
+def _joint_factors(Yf, di, mass):
+    """(n, 11, 11): per joint j the R factor of the QR of [Yf_j' (N, 9), di_j, m Yf_j,m]
+    (zero rows below N < 11). For any c, |[Yf_j', di_j, m Yf_j,m] c| = |R_j c| (Q_j is
+    orthogonal): the gain problem's residual norm for given k, p from 11 n rows instead of
+    N n, the same minimiser (variable projection over 11 x 11 blocks)."""
+    N, n = di.shape
+    out = np.zeros((n, 11, 11))
+    for j in range(n):
+        R = np.linalg.qr(np.column_stack([Yf[:, j, 1:], di[:, j], Yf[:, j, 0] * mass]),
+                         mode="r")
+        out[j, :len(R)] = R
+    return out
+
+
+def robust_covariance(J, r, samples, block):
+    """Block-robust covariance (q, q) of a least-squares estimate (the cluster-robust
+    sandwich with its usual small-sample factor, CR1): ``H (sum_b g_b g_b^T) H c``, H =
+    (J^T J)^-1, g_b = J_b^T r_b over the rows of B = ``samples // block`` blocks of
+    consecutive samples, c = B / (B - 1) (m - 1) / (m - q). J (m, q), r (m,) the Jacobian
+    and the residual at the optimum, rows sample-major (``samples`` samples of m / samples
+    rows each). For a white residual the same as ``s^2 H`` in expectation."""
+    m, q = J.shape
+    H = np.linalg.pinv(J.T @ J)
+    g = (J * r[:, None]).reshape(samples, -1, q).sum(1)
+    B = max(samples // max(block, 1), 2)
+    G = np.array([c.sum(0) for c in np.array_split(g, B)])
+    return H @ (G.T @ G) @ H * B / (B - 1) * (m - 1) / max(m - q, 1)
+
+
+def estimate_drive_gains(model, unloaded, loaded, frame, payload_mass, max_mismatch=0.02,
+                         block_seconds=2.0):
     """Drive gains k (n,) N m/A from a run without and a run of the same excitation with a
     load of known mass (the module docstring: the aligned difference of the currents).
 
     unloaded, loaded: :class:`~.pipeline.Samples` whose ``tau`` holds the efforts as
     recorded (motor currents, A; ``filter_recording`` of the raw efforts, each run on its own
     clock); frame: the link the load is fixed to (e.g. ``tool0``); payload_mass kg (> 0);
-    max_mismatch rad: :func:`align_pair`. Returns :class:`DriveGains` (gain, gain_std, the
+    max_mismatch rad: :func:`align_pair`; block_seconds s (> 0): the blocks of the robust
+    standard deviations (the module docstring; longer than the residual's correlation).
+    Returns :class:`DriveGains` (gain, gain_std, the
     load's parameters with its other nine estimated; per_joint empty; sigma_joint the
     current residual RMS per joint, A). InputError: a payload mass missing or not > 0, runs
     that do not follow the same path, or an estimated gain not > 0 or not finite (named,
@@ -299,10 +344,14 @@ def estimate_drive_gains(model, unloaded, loaded, frame, payload_mass, max_misma
         raise InputError(f"payload_mass must be > 0 kg, got {payload_mass!r}")
     _check_pair(model, unloaded, loaded, frame)
     max_mismatch = arguments.scalar("max_mismatch", max_mismatch, 0.0)
+    block_seconds = arguments.scalar("block_seconds", block_seconds)
+    if not block_seconds > 0:
+        raise InputError(f"block_seconds must be > 0 s, got {block_seconds!r}")
     u, l, _, _ = align_pair(unloaded, loaded, max_mismatch)
     Yf = frame_regressor(model, u.q, u.qd, u.qdd, frame)
     n = model.n
-    k, p, cov, s = _difference_gains(Yf, l.tau - u.tau, payload_mass, n)
+    block = max(int(round(block_seconds / float(np.median(np.diff(u.t))))), 1)
+    k, p, cov, s = _difference_gains(Yf, l.tau - u.tau, payload_mass, n, block)
     std = np.sqrt(np.abs(np.diag(cov)))
     bad = [j for j in range(n) if not (np.isfinite(k[j]) and k[j] > 0)]
     if bad:

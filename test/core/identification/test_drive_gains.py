@@ -107,6 +107,33 @@ def test_noise_free_pair_gives_the_gains_and_the_load_exactly(ur5_pair):
     assert np.isnan(back.per_joint["armature"][0]) and kept.all()
 
 
+def test_gain_std_is_the_spread_of_gains_under_noise_correlated_in_time():
+    """The reported standard deviations against the spread of the gains over 20 pairs that
+    differ only in their noise: AR(1) noise on every current (0.01 A, correlation 0.7 per
+    0.04 s step, as filtering and unmodelled terms correlate the real residual), 24 s at
+    25 Hz, blocks of 0.6 s. Mean reported std / Monte-Carlo spread: 0.6-1.5 on every joint
+    and 0.75-1.25 averaged over the joints (measured 0.68-1.19, 0.90; over 60 pairs 0.68-1.12:
+    the blocks are finite). The white s^2 (J^T J)^-1 reported 0.33-0.57, 0.44 on average
+    (sqrt(0.3 / 1.7) = 0.42 expected)."""
+    model, unloaded, loaded = pair(shift=40, count=2400)
+    unloaded, loaded = unloaded[np.arange(0, 2400, 4)], loaded[np.arange(0, 2480, 4)]
+    rng = np.random.default_rng(11)
+
+    def noisy(run):
+        e = rng.normal(0.0, 0.01 * np.sqrt(1 - 0.7 ** 2), run.tau.shape)
+        for i in range(1, len(e)):
+            e[i] += 0.7 * e[i - 1]
+        return Samples(run.t, run.q, run.qd, run.qdd, run.tau + e)
+
+    fits = [D.estimate_drive_gains(model, noisy(unloaded), noisy(loaded), "wrist_3_link",
+                                   MASS, block_seconds=0.6) for _ in range(20)]
+    spread = np.std([f.gain for f in fits], axis=0, ddof=1)
+    reported = np.mean([f.gain_std for f in fits], axis=0)
+    assert np.abs(np.mean([f.gain for f in fits], 0) / K_TRUE - 1).max() < 0.1
+    ratio = reported / spread
+    assert ((ratio > 0.6) & (ratio < 1.5)).all() and 0.75 < ratio.mean() < 1.25, ratio
+
+
 def test_a_load_run_without_its_mass_is_refused(ur5_pair):
     model, unloaded, loaded = ur5_pair
     for mass, text in ((None, "the load's mass"), (0.0, "must be > 0"), (-1.0, "must be > 0")):
@@ -114,6 +141,8 @@ def test_a_load_run_without_its_mass_is_refused(ur5_pair):
             D.estimate_drive_gains(model, unloaded, loaded, "wrist_3_link", mass)
     with pytest.raises(InputError, match="not a link"):
         D.estimate_drive_gains(model, unloaded, loaded, "no_such_link", MASS)
+    with pytest.raises(InputError, match="block_seconds must be > 0 s, got 0.0"):
+        D.estimate_drive_gains(model, unloaded, loaded, "wrist_3_link", MASS, block_seconds=0)
 
 
 def test_runs_on_different_paths_are_refused():
@@ -176,7 +205,7 @@ def test_ur10e_gains_from_one_pair_give_the_load_of_another(ur10e_pairs):
     k = gains["14harm"].gain
     print("gains", k.round(3), "/ authors'", (k / AUTHORS).round(3), "+-",
           gains["14harm"].gain_std.round(3), "other pair", gains["01_31"].gain.round(3))
-    assert (k > 0).all() and (gains["14harm"].gain_std < 0.05 * k).all()
+    assert (k > 0).all() and (gains["14harm"].gain_std < 0.1 * k).all()
     assert np.abs(gains["01_31"].gain / k - 1).max() < 0.08
     ours = D.estimate_payload_from_pair(model, *pairs["01_31"], "tool0", k, min_speed=0.05)
     theirs = D.estimate_payload_from_pair(model, *pairs["01_31"], "tool0", AUTHORS,
