@@ -3,7 +3,8 @@
 The plant is MuJoCo compiled from the embedded Panda's URDF (an independent engine), the
 controller's model is the dynamics_node's (the same URDF, our core). The simulator runs
 in lockstep (each period waits for the command answering the previous state), so the
-numbers do not depend on CPU load; what remains is the 10 ms zero-order hold.
+numbers do not depend on CPU load (nor on the pace: it runs at up to 4x real time, and
+every phase counts simulated states); what remains is the 10 ms zero-order hold.
 
 Bounds and why (damping and friction OFF in the plant unless stated):
 * released (tau = 0) from the ready pose: the arm falls (> 0.5 rad) and MuJoCo's joint
@@ -93,7 +94,8 @@ def test_fall_hold_and_track_on_mujoco(node_process, ros_node):
     node_process(["manip_dynamics.nodes.arm_simulator", "--ros-args",
                   "-p", "robot:=panda", "-p", f"initial_positions:={Q0}",
                   "-p", "viscous_friction:=[0.0]", "-p", "coulomb_friction:=[0.0]",
-                  "-p", "lockstep:=true", "-p", "lockstep_timeout:=2.0", "-p", "paused:=true"])
+                  "-p", "lockstep:=true", "-p", "lockstep_timeout:=2.0", "-p", "paused:=true",
+                  "-p", "real_time_factor:=4.0"])
     node_process(["manip_dynamics.nodes.dynamics_node"])
     node_process(["manip_dynamics.nodes.computed_torque_controller", "--ros-args",
                   "-p", "mode:=gravity"])
