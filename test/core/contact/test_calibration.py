@@ -152,3 +152,25 @@ def test_the_slow_friction_is_the_coulomb_gap_of_a_joint_that_moved_until_the_ar
     assert enter[:, 1] == pytest.approx(1.0)
     with pytest.raises(InputError, match="coulomb must be 2 finite numbers >= 0"):
         MotionThresholds(_rest_only(), coulomb=(1.0, -1.0))
+
+
+def test_the_slow_friction_is_dropped_while_the_joint_moves_along_its_last_residual():
+    """Both joints moved, then creep at +0.01 rad/s (s = 1 - 0.01 / 0.05 = 0.8). Friction
+    dissipates: the friction the model lacks shows in r against qd (joint a: r = -3 N m),
+    so enter adds coulomb x 0.8 there; joint b's r = +3 N m is along qd (a torque doing
+    work on the joint, e.g. a push it yields to), which no friction explains: nothing
+    added. The sign test uses the residual the last settle_bias was given (the node sets
+    the thresholds before its observer step), and flips with it. At a standstill (qd at
+    the log's 1e-4 rad/s resolution, below SIGN_SPEED x rest_speed = 2e-4) stiction holds
+    either sign: coulomb x (1 - 1e-4 / 0.05) on both."""
+    th = MotionThresholds(_rest_only(), coulomb=(10.0, 10.0))
+    creep = np.array([0.01, 0.01])
+    th.enter(0.0, (0.3, 0.3))                                 # (moved)
+    th.settle_bias(0.0, np.array([-3.0, 3.0]), np.array([0.3, 0.3]))
+    enter = th.enter(0.01, creep).copy()
+    assert enter == pytest.approx([1.0 + 10.0 * 0.8, 1.0])
+    th.settle_bias(0.01, np.array([3.0, -3.0]), creep)        # the residuals swap signs
+    assert th.enter(0.02, creep) == pytest.approx([1.0, 1.0 + 10.0 * 0.8])
+    th.settle_bias(0.02, np.array([3.0, -3.0]), creep)
+    flicker = np.array([1e-4, -1e-4])                          # r along qd's sign on both
+    assert th.enter(0.03, flicker) == pytest.approx([1.0 + 10.0 * (1 - 1e-4 / 0.05)] * 2)
