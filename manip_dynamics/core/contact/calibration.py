@@ -61,14 +61,17 @@ on a prismatic joint):
     given to :meth:`MotionThresholds.enter`).
 
 At rest (:class:`MotionThresholds`' settling rule): when every joint has stayed below
-``rest_speed`` and every r_i has stayed within a band of the enter threshold at rest,
-margin x rest_i, for ``settle`` s (a level that moves less could not be told from a
-contact anyway), the bias takes the mean residual of that window and u = 0: the torque
+``rest_speed`` and every r_i has stayed within a band of rest_i (the error the arm shows
+at rest, without the margin) for ``settle`` s, the bias takes the mean residual of that
+window and u = 0. The band leaves the margin intact: right after a settling r_i - bias_i
+is at most rest_i, 1 / margin of the enter threshold at rest (with a band of the whole
+threshold, margin x rest_i, a residual still relaxing after a stop could be taken as
+the level and leave r - bias anywhere up to the threshold itself). The torque
 a joint's stiction holds (on the UR10e up to 13 N m away from gravity after a push, with qd = 0)
 is then no contact, and the threshold at rest is rest_i (what the arm's current noise
-and model error give while it stands still), not the friction band. A push at rest is
+and model error give while it stands still, times margin), not the friction band. A push at rest is
 judged on its change from the settled level. The price: a load held perfectly still
-(no joint moving above ``rest_speed``, the residual steady within margin x rest_i) for
+(no joint moving above ``rest_speed``, the residual steady within rest_i) for
 ``settle`` s becomes the new level, and a contact ends by that rule at the latest
 ``settle`` s after the torque stopped changing.
 
@@ -309,9 +312,9 @@ class MotionThresholds:
                 or (self.coulomb < 0).any():
             raise InputError(f"motion thresholds: coulomb must be {n} finite numbers >= 0, "
                              f"got {coulomb!r}")
-        # the settling rule's steadiness limit: the enter threshold at rest (a level that
-        # moves less than it could not be told from a contact anyway)
-        self._steady = c.margin * np.array(c.rest)
+        # the settling rule's steadiness limit: rest_i, the error at rest without the
+        # margin (a settled level then leaves r - bias within 1 / margin of the threshold)
+        self._steady = np.array(c.rest)
         self._thresholds = np.empty(len(c.joint_names))
         self.reset()
 
