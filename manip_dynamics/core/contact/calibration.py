@@ -43,6 +43,16 @@ on a prismatic joint):
     model the observer subtracts (N m; 0 without friction); s_i = 0 again once the arm
     settled (the held torque is then in the bias). On the UR10e: the controller's slow
     starts and stops, the current changing by 10-15 N m before qd reaches 0.02 rad/s.
+    Not while joint i measurably moves along its residual (|qd_i| > ``SIGN_SPEED`` x
+    rest_speed, 2e-4 rad/s by default, and the last sample's r_i - bias_i of qd_i's
+    sign): friction dissipates, so the friction the model lacks while the joint slides
+    (the true friction beyond the ramp, of the sign of qd_i) shows in
+    r = tau_ext - (tau_f - tau_f,model) against qd_i; an r_i along qd_i is a torque
+    doing work on the joint (a push the arm yields to), which no friction explains. At a
+    standstill (|qd_i| at most 2e-4 rad/s: the UR10e log's qd reads 0 or +-1e-4 there,
+    its resolution, and stiction holds a torque of either sign) s_i counts as before.
+    (The last sample's residual: the node's path sets the thresholds before the
+    sample's observer step.)
   * d_i, the current's lead: a drive's current can step one sample before its measured
     velocity does (the UR10e's at a trajectory's stop: 55-220 N m in one 10 ms sample,
     qd still at its speed); the observer then integrates the step one sample early, an
@@ -51,14 +61,17 @@ on a prismatic joint):
     given to :meth:`MotionThresholds.enter`).
 
 At rest (:class:`MotionThresholds`' settling rule): when every joint has stayed below
-``rest_speed`` and every r_i has stayed within a band of the enter threshold at rest,
-margin x rest_i, for ``settle`` s (a level that moves less could not be told from a
-contact anyway), the bias takes the mean residual of that window and u = 0: the torque
+``rest_speed`` and every r_i has stayed within a band of rest_i (the error the arm shows
+at rest, without the margin) for ``settle`` s, the bias takes the mean residual of that
+window and u = 0. The band leaves the margin intact: right after a settling r_i - bias_i
+is at most rest_i, 1 / margin of the enter threshold at rest (with a band of the whole
+threshold, margin x rest_i, a residual still relaxing after a stop could be taken as
+the level and leave r - bias anywhere up to the threshold itself). The torque
 a joint's stiction holds (on the UR10e up to 13 N m away from gravity after a push, with qd = 0)
 is then no contact, and the threshold at rest is rest_i (what the arm's current noise
-and model error give while it stands still), not the friction band. A push at rest is
+and model error give while it stands still, times margin), not the friction band. A push at rest is
 judged on its change from the settled level. The price: a load held perfectly still
-(no joint moving above ``rest_speed``, the residual steady within margin x rest_i) for
+(no joint moving above ``rest_speed``, the residual steady within rest_i) for
 ``settle`` s becomes the new level, and a contact ends by that rule at the latest
 ``settle`` s after the torque stopped changing.
 
@@ -90,6 +103,7 @@ from ..extras import import_extra
 VERSION = 1
 THRESHOLD_MODES = ("fixed", "calibrated", "motion")
 REST_FLOOR = 0.1      # rest_i >= this x the peak |r_i - bias_i| of the stretch
+SIGN_SPEED = 0.1     # x rest_speed: a joint measurably moves above it (slow friction's test)
 _PER_JOINT = ("bias", "constant", "rest", "speed", "accel", "band")
 
 
@@ -298,9 +312,9 @@ class MotionThresholds:
                 or (self.coulomb < 0).any():
             raise InputError(f"motion thresholds: coulomb must be {n} finite numbers >= 0, "
                              f"got {coulomb!r}")
-        # the settling rule's steadiness limit: the enter threshold at rest (a level that
-        # moves less than it could not be told from a contact anyway)
-        self._steady = c.margin * np.array(c.rest)
+        # the settling rule's steadiness limit: rest_i, the error at rest without the
+        # margin (a settled level then leaves r - bias within 1 / margin of the threshold)
+        self._steady = np.array(c.rest)
         self._thresholds = np.empty(len(c.joint_names))
         self.reset()
 
@@ -312,6 +326,7 @@ class MotionThresholds:
         self._window = None                # settling: (t0, min, max, sum, count)
         self.bias = np.array(self.calibration.bias)
         self.settled = 0                   # number of settlings
+        self._last = np.zeros(len(self.bias))   # the last sample's r - bias (slow friction)
 
     @staticmethod
     def replay(calibration, t, qd, raw):
@@ -330,22 +345,28 @@ class MotionThresholds:
         """The enter thresholds (n,) for the sample (t s, qd (n,), tau (n,) the effort the
         observer integrates, N m, or None): the calibrated constants in mode "calibrated",
         else margin (rest + speed v + accel a + band u) + coulomb s + d (module
-        docstring; d = 0 while no tau is given)."""
+        docstring; d = 0 while no tau is given; s = 0 on a joint moving faster than
+        SIGN_SPEED x rest_speed along its last r - bias, from :meth:`settle_bias`)."""
         if self.mode == "calibrated":
             return self.constant
         st = self._state
+        qd = np.asarray(qd, dtype=float)
         v, a, u = st.step(t, qd, tau)
         c = self.coef
         np.multiply(c[1], v, out=self._thresholds)
-        self._thresholds += c[0] + c[2] * a + c[3] * u + self.coulomb * st.s + st.d
+        slow = st.s * ~(st.moving & (self._last * qd > 0.0))   # (not: r along the motion)
+        self._thresholds += c[0] + c[2] * a + c[3] * u + self.coulomb * slow + st.d
         return self._thresholds
 
     def settle_bias(self, t, raw, qd):
         """After the sample at t: the settling rule on the raw residual (n,) -> the bias
-        (n,) to subtract (self.bias). In mode "calibrated" the calibrated bias, always."""
+        (n,) to subtract (self.bias), and raw - the bias in force kept for the next
+        :meth:`enter` (the slow friction's sign test). In mode "calibrated" the calibrated
+        bias, always."""
         if self.mode == "calibrated":
             return self.bias
         c = self.calibration
+        np.subtract(raw, self.bias, out=self._last)   # (the residual this sample was judged on)
         moving = np.abs(qd) > c.move_speed          # a joint that moves: its friction slides
         if moving.any():
             self.bias[moving] = np.asarray(c.bias)[moving]
@@ -370,7 +391,8 @@ class MotionThresholds:
 
 class _FeatureState:
     """Envelopes v (arm speed), a (n,) |qdd|, u (n,) friction band of :class:`MotionThresholds`,
-    and its known terms s (n,) slow friction and d (n,) current's lead (module docstring).
+    and its known terms s (n,) slow friction and d (n,) current's lead (module docstring;
+    moving (n,): |qd_i| > SIGN_SPEED x rest_speed, for the slow friction's sign test).
     v, a and d jump up with their value and decay by exp(-K_O dt) per step. u_i = 1 when
     the sign of qd_i changed, and while joint i is slower than slide_speed after it slid
     faster (a stop: stiction then holds an unknown torque, until the settling rule takes
@@ -386,6 +408,7 @@ class _FeatureState:
         self.slid = np.ones(n, bool)          # (at the start: as after a stop)
         self.moved = np.zeros(n, bool)        # (the start's held torque: the band u)
         self.s, self.d = np.zeros(n), np.zeros(n)
+        self.moving = np.zeros(n, bool)       # |qd_i| above its sign's noise
 
     def step(self, t, qd, tau=None):
         """The features (3, n) = (v, a, u) for the sample (t, qd); s and d updated (d only
@@ -393,6 +416,7 @@ class _FeatureState:
         qd = np.asarray(qd, dtype=float)
         speed = np.abs(qd)
         self.moved |= speed > self.rest_speed
+        self.moving = speed > SIGN_SPEED * self.rest_speed
         self.s = self.moved * (1.0 - np.minimum(speed / self.slide_speed, 1.0))
         if self.t is None or not t > self.t:
             self.t, self.qd = t, qd.copy()

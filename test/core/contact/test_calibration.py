@@ -152,3 +152,49 @@ def test_the_slow_friction_is_the_coulomb_gap_of_a_joint_that_moved_until_the_ar
     assert enter[:, 1] == pytest.approx(1.0)
     with pytest.raises(InputError, match="coulomb must be 2 finite numbers >= 0"):
         MotionThresholds(_rest_only(), coulomb=(1.0, -1.0))
+
+
+def test_the_slow_friction_is_dropped_while_the_joint_moves_along_its_last_residual():
+    """Both joints moved, then creep at +0.01 rad/s (s = 1 - 0.01 / 0.05 = 0.8). Friction
+    dissipates: the friction the model lacks shows in r against qd (joint a: r = -3 N m),
+    so enter adds coulomb x 0.8 there; joint b's r = +3 N m is along qd (a torque doing
+    work on the joint, e.g. a push it yields to), which no friction explains: nothing
+    added. The sign test uses the residual the last settle_bias was given (the node sets
+    the thresholds before its observer step), and flips with it. At a standstill (qd at
+    the log's 1e-4 rad/s resolution, below SIGN_SPEED x rest_speed = 2e-4) stiction holds
+    either sign: coulomb x (1 - 1e-4 / 0.05) on both."""
+    th = MotionThresholds(_rest_only(), coulomb=(10.0, 10.0))
+    creep = np.array([0.01, 0.01])
+    th.enter(0.0, (0.3, 0.3))                                 # (moved)
+    th.settle_bias(0.0, np.array([-3.0, 3.0]), np.array([0.3, 0.3]))
+    enter = th.enter(0.01, creep).copy()
+    assert enter == pytest.approx([1.0 + 10.0 * 0.8, 1.0])
+    th.settle_bias(0.01, np.array([3.0, -3.0]), creep)        # the residuals swap signs
+    assert th.enter(0.02, creep) == pytest.approx([1.0, 1.0 + 10.0 * 0.8])
+    th.settle_bias(0.02, np.array([3.0, -3.0]), creep)
+    flicker = np.array([1e-4, -1e-4])                          # r along qd's sign on both
+    assert th.enter(0.03, flicker) == pytest.approx([1.0 + 10.0 * (1 - 1e-4 / 0.05)] * 2)
+
+
+def test_a_residual_relaxing_by_more_than_rest_is_not_taken_as_the_level():
+    """At rest the residual relaxes by 2.5 N m/s for 1.2 s (a drive's current after a
+    stop), then holds at 3 N m. rest = 1 N m, margin 2: the steadiness band is rest (1 N m
+    within settle = 0.5 s: the window restarts every 0.4 s of the relaxation), so nothing
+    settles before the level holds, and the settled bias leaves |r - bias| <= rest, half
+    the enter threshold at rest. (A band of margin x rest, 2 N m, took the relaxation as
+    the level: settled at 0.5 s, bias 0.63 N m, and again at 1.01 s.)"""
+    zero = (0.0, 0.0)
+    cal = ContactCalibration(NAMES, (K, K), zero, (9.0, 9.0), (1.0, 1.0), zero, zero, zero,
+                             margin=2.0, settle=0.5)
+    th = MotionThresholds(cal)
+    t = np.arange(0.0, 2.5, 0.01)
+    raw = 3.0 * np.minimum(t / 1.2, 1.0)
+    settled_at, bias = [], []
+    for k, tk in enumerate(t):
+        th.enter(tk, zero)
+        n = th.settled
+        bias.append(th.settle_bias(tk, np.array([raw[k], 0.0]), np.zeros(2))[0])
+        if th.settled > n:
+            settled_at.append(tk)
+    assert settled_at and min(settled_at) >= 1.2
+    assert abs(raw[-1] - bias[-1]) <= 1.0
