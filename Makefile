@@ -163,10 +163,11 @@ test-ros-free: $(LANE_SETUP)
 print-lanes:
 	@echo "ros: $(LANE_ROS)"; echo "core: $(LANE_CORE)"
 
-# one lane: $(call lane,name,ROS_DOMAIN_ID,environment,pytest arguments)
+# one lane: $(call lane,name,ROS_DOMAIN_ID,environment,pytest arguments); its log ends with
+# its 25 slowest test phases (--durations=25), where CI time goes
 define lane
 @mkdir -p $(TEST_LOGS); t0=$$(date +%s); echo "=== lane $(1) (ROS_DOMAIN_ID=$(2)): $(4)"; \
-	rc=0; ROS_DOMAIN_ID=$(2) $(3) $(PY) -m pytest $(4) $(PYTEST_ARGS) 2>&1 \
+	rc=0; ROS_DOMAIN_ID=$(2) $(3) $(PY) -m pytest $(4) --durations=25 $(PYTEST_ARGS) 2>&1 \
 		| tee $(TEST_LOGS)/$(1).log || rc=$$?; \
 	echo "=== lane $(1): exit code $$rc after $$(( $$(date +%s) - t0 )) s"; exit $$rc
 endef
