@@ -32,7 +32,7 @@ import sympy as sp
 
 from .budget import Budget
 from .chain import Chain, serial_chain, snap
-from .differentiate import derivative, jacobian
+from .algebra import derivative, jacobian, matmul
 
 
 @dataclass(frozen=True)
@@ -172,7 +172,7 @@ def _forward(chain, q, budget):
 
 def _mass_matrix(chain, q, poses, Jws, budget, memo):
     """M (n, n) = sum_i m_i J_vi^T J_vi + J_wi^T R_i I_i R_i^T J_wi; and the com positions.
-    memo: :func:`.differentiate.derivative`'s."""
+    memo: :func:`.algebra.derivative`'s."""
     M = sp.zeros(chain.n, chain.n)
     coms = []
     for i, (body, (R, p), Jw) in enumerate(zip(chain.bodies, poses, Jws)):
@@ -181,10 +181,10 @@ def _mass_matrix(chain, q, poses, Jws, budget, memo):
         coms.append(pc)
         if body.mass != 0:
             Jv = jacobian(pc, q, memo)
-            M += body.mass * Jv.T * Jv
+            M += matmul(body.mass * Jv.T, Jv)
         if body.I_com != sp.zeros(3, 3):
-            Jw_body = R.T * Jw                        # angular velocity in body axes
-            M += Jw_body.T * body.I_com * Jw_body
+            Jw_body = matmul(R.T, Jw)                 # angular velocity in body axes
+            M += matmul(matmul(Jw_body.T, body.I_com), Jw_body)
     return M, coms
 
 
@@ -202,7 +202,7 @@ def _simplify_entries(A, budget, stage, symmetric=False):
 
 def christoffel_symbols(M, q, budget, memo=None):
     """c[i][j][k] = 1/2 (dM_ij/dq_k + dM_ik/dq_j - dM_jk/dq_i), each derivative taken once
-    (:func:`.differentiate.derivative`: the expressions of ``sp.diff``, faster; memo: its
+    (:func:`.algebra.derivative`: the expressions of ``sp.diff``, faster; memo: its
     cache, shared with the derivation's other derivatives)."""
     n = len(q)
     memo = {} if memo is None else memo
@@ -268,7 +268,7 @@ def derive(chain_or_xml, simplify=False, time_limit=None, progress=None, budget=
             M = _simplify_entries(M, budget, "simplifying M", symmetric=True)
         c = christoffel_symbols(M, q, budget, memo)
         C = sp.Matrix(n, n, lambda i, j: sum(c[i][j][k] * qd[k] for k in range(n)))
-        Cqd = C * sp.Matrix(qd)
+        Cqd = matmul(C, sp.Matrix(qd))
         g = _potential_gravity(chain, q, coms, budget, memo)
         if simplify:
             Cqd = _simplify_entries(Cqd, budget, "simplifying C qd")
@@ -278,5 +278,5 @@ def derive(chain_or_xml, simplify=False, time_limit=None, progress=None, budget=
     F = sp.Matrix(sp.symbols("f_x f_y f_z n_x n_y n_z", real=True))
     tau_fr = sp.Matrix([_friction(chain, i, v) for i, v in enumerate(qd)])
     return Equations(chain=chain, q=q, qd=qd, M=M, christoffel=c, C=C, Cqd=Cqd, g=g,
-                     tau_fr=tau_fr, J=J, F=F, JTF=J.T * F,
+                     tau_fr=tau_fr, J=J, F=F, JTF=matmul(J.T, F),
                      simplified=bool(simplify))

@@ -1,5 +1,5 @@
-"""d expr / d x of the derivation's expressions, the same expression ``sp.diff(expr, x)`` gives,
-several times faster.
+"""Derivatives and matrix products of the derivation's expressions: the same expressions
+``sp.diff(expr, x)`` and ``A * B`` give (``==``, the same Floats), several times faster.
 
 ``sp.diff`` builds a ``Derivative`` at every node of the tree (Add, Mul, cos, ...): each asks
 the assumptions system whether the node's derivative ``is_zero`` (for a sum of Float-weighted
@@ -11,9 +11,16 @@ Mul the Leibniz rule ``d(a b c) = da b c + a db c + a b dc`` (sympy's
 ``_eval_derivative_n_times`` with n = 1); sin, cos ``f'(u) du``; Pow ``b^e (de log b + db
 e / b)``; an atom 1 or 0; anything else goes to ``sp.diff``. A subtree without x is 0 at once,
 and each (subtree, x) is differentiated once per ``memo``, so subexpressions shared between
-entries (the Jacobians' in M) are not differentiated again. The result is the identical
-expression (``==``, tested against ``sp.diff`` on chains of every kind in
-test/equations/test_differentiate.py).
+entries (the Jacobians' in M) are not differentiated again.
+
+A sympy matrix product (``sdm_matmul_exraw``) first multiplies every entry of A by zero to
+find infinities (0 * oo = nan), which asks each large entry ``is_finite`` through the
+assumptions system (C qd: most of the product's time). :func:`matmul` sums the same products
+in the same order (k ascending, zero entries skipped, ``Add(*terms)``) without that check:
+the derivation's entries are finite (Floats, real symbols, sin, cos, sums and products).
+
+Both are tested against ``sp.diff`` and ``A * B`` on chains of every kind
+(test/equations/test_algebra.py).
 """
 from __future__ import annotations
 
@@ -55,3 +62,19 @@ def _rule(expr, x, memo):
 def jacobian(v, q, memo):
     """(len(v), len(q)) matrix of d v_r / d q_c, as ``sp.Matrix(v).jacobian(q)``."""
     return sp.Matrix(len(v), len(q), lambda r, c: derivative(v[r], q[c], memo))
+
+
+def matmul(A, B):
+    """A B of sympy matrices (r, m) and (m, c) with finite entries: the entries ``A * B``
+    gives, ``C_ij = Add(A_i0 B_0j, A_i1 B_1j, ...)`` over the k where both are nonzero (0
+    where none is, or where the sum is a zero number)."""
+    if A.cols != B.rows:
+        raise sp.ShapeError(f"matmul: {A.shape} times {B.shape}")
+    rows = [list(A.row(i)) for i in range(A.rows)]
+    cols = [list(B.col(j)) for j in range(B.cols)]
+    entries = []
+    for a in rows:
+        for b in cols:
+            s = Add(*[x * y for x, y in zip(a, b) if x and y])
+            entries.append(s if s else S.Zero)
+    return sp.Matrix(A.rows, B.cols, entries)
