@@ -31,12 +31,10 @@ from sympy import Add, Mul, Pow, S
 def derivative(expr, x, memo):
     """d expr / d x (sympy expression, x a Symbol), equal (``==``) to ``sp.diff(expr, x)``.
     memo: a dict kept across calls of one derivation ((subtree, x) -> derivative)."""
-    if x not in expr.free_symbols:
-        return S.Zero
     key = (expr, x)
     d = memo.get(key)
     if d is None:
-        d = memo[key] = _rule(expr, x, memo)
+        d = memo[key] = _rule(expr, x, memo) if x in expr.free_symbols else S.Zero
     return d
 
 

@@ -21,7 +21,10 @@ frame's origin in ROOT axes, ``J`` (6, n) its Jacobian ``[v; w]`` in root axes.
 Rotations are multiplied with the sin/cos products of parallel axes folded into sines and
 cosines of sums (sympy's ``fu`` rule TR10i: ``c1 c2 - s1 s2 -> cos(q1 + q2)``) as they are
 built. ``simplify=True`` then runs ``trigsimp`` on every entry of M, C qd and g, with
-progress and inside the time limit (:mod:`.budget`).
+progress and inside the time limit (:mod:`.budget`). Derivatives (J_vi, the Christoffel
+symbols, g, J) and the matrix products of M, C qd and J^T F go through :mod:`.algebra`: the
+expressions ``sp.diff`` and ``A * B`` give, without their assumption queries (4-5 times
+faster on 5-6 joints).
 """
 from __future__ import annotations
 
@@ -30,9 +33,9 @@ from dataclasses import dataclass
 
 import sympy as sp
 
+from .algebra import derivative, jacobian, matmul
 from .budget import Budget
 from .chain import Chain, serial_chain, snap
-from .algebra import derivative, jacobian, matmul
 
 
 @dataclass(frozen=True)
