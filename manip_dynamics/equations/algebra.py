@@ -30,12 +30,26 @@ from sympy import Add, Mul, Pow, S
 
 def derivative(expr, x, memo):
     """d expr / d x (sympy expression, x a Symbol), equal (``==``) to ``sp.diff(expr, x)``.
-    memo: a dict kept across calls of one derivation ((subtree, x) -> derivative)."""
+    memo: a dict kept across calls of one derivation ((subtree, x) -> derivative, and
+    (subtree, None) -> its free symbols)."""
     key = (expr, x)
     d = memo.get(key)
     if d is None:
-        d = memo[key] = _rule(expr, x, memo) if x in expr.free_symbols else S.Zero
+        d = memo[key] = _rule(expr, x, memo) if x in _free(expr, memo) else S.Zero
     return d
+
+
+def _free(expr, memo):
+    """expr.free_symbols, each subtree's once per memo (under the key (expr, None)):
+    ``free_symbols`` itself walks the whole subtree at every node. (The union of the args':
+    with bound variables, as in an Integral, a superset, which only sends that subtree to
+    ``sp.diff``.)"""
+    key = (expr, None)
+    free = memo.get(key)
+    if free is None:
+        free = memo[key] = (frozenset().union(*[_free(a, memo) for a in expr.args])
+                            if expr.args else frozenset(expr.free_symbols))
+    return free
 
 
 def _rule(expr, x, memo):

@@ -127,7 +127,7 @@ class _Rotation:
 
     def then_fixed(self, R_tree):
         """Append a constant rotation: the pending axis is carried through it."""
-        self.prefix = self.prefix * R_tree
+        self.prefix = matmul(self.prefix, R_tree)
         if self.axis is not None:
             self.axis = _snapped(R_tree.T * self.axis)
 
@@ -143,7 +143,7 @@ class _Rotation:
     def matrix(self):
         if self.axis is None:
             return self.prefix
-        return self.prefix * rotation(self.axis, self.angle)
+        return matmul(self.prefix, rotation(self.axis, self.angle))
 
 
 def _snapped(v):
@@ -158,16 +158,16 @@ def _forward(chain, q, budget):
     poses, Jws = [], []
     for i, body in enumerate(chain.bodies):
         budget.step("forward kinematics", i + 1, len(chain.bodies))
-        p = p + R * body.p_tree
+        p = p + matmul(R, body.p_tree)
         rot.then_fixed(body.R_tree)
         R = rot.matrix()
         if body.kind == "revolute":
             Jw = Jw.copy()
-            Jw[:, body.q_index] = R * body.axis
+            Jw[:, body.q_index] = matmul(R, body.axis)
             rot.then_joint(body.axis, q[body.q_index])
             R = rot.matrix()
         elif body.kind == "prismatic":
-            p = p + R * body.axis * q[body.q_index]
+            p = p + matmul(R, body.axis) * q[body.q_index]
         poses.append((R, p))
         Jws.append(Jw)
     return poses, Jws
@@ -180,7 +180,7 @@ def _mass_matrix(chain, q, poses, Jws, budget, memo):
     coms = []
     for i, (body, (R, p), Jw) in enumerate(zip(chain.bodies, poses, Jws)):
         budget.step("mass matrix", i + 1, len(chain.bodies))
-        pc = p + R * body.com
+        pc = p + matmul(R, body.com)
         coms.append(pc)
         if body.mass != 0:
             Jv = jacobian(pc, q, memo)
@@ -222,7 +222,7 @@ def christoffel_symbols(M, q, budget, memo=None):
 def _potential_gravity(chain, q, coms, budget, memo):
     """g (n, 1) = dP/dq, P = -sum_i m_i g_vec^T p_ci."""
     budget.step("gravity")
-    P = sum((-body.mass * (chain.gravity.T * pc)[0, 0]
+    P = sum((-body.mass * matmul(chain.gravity.T, pc)[0, 0]
              for body, pc in zip(chain.bodies, coms)), sp.S.Zero)
     return sp.Matrix([derivative(P, qk, memo) for qk in q])
 
@@ -232,7 +232,7 @@ def _tip_jacobian(chain, q, poses, Jws, memo):
     if chain.tip_body < 0:
         return sp.zeros(6, chain.n)
     R, p = poses[chain.tip_body]
-    p_tip = p + R * chain.X_tip[:3, 3]
+    p_tip = p + matmul(R, chain.X_tip[:3, 3])
     return sp.Matrix.vstack(jacobian(p_tip, q, memo), Jws[chain.tip_body])
 
 
