@@ -2,7 +2,8 @@
 
 Holds: the serial chain read from the core's URDF model (:mod:`.chain`), the Lagrangian /
 Jacobian derivation of M(q), the Christoffel symbols, C(q, qd), g(q), friction and J^T F
-(:mod:`.derive`), progress and the time limit (:mod:`.budget`), LaTeX that reads like the
+(:mod:`.derive`) with sympy's derivatives and matrix products done faster (:mod:`.algebra`:
+the same expressions), progress and the time limit (:mod:`.budget`), LaTeX that reads like the
 seed notes (:mod:`.latex`), generated Python and dependency-free C (:mod:`.codegen`), and the
 command line ``python -m manip_dynamics.equations`` (:mod:`.__main__`).
 
