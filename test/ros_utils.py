@@ -90,6 +90,9 @@ def _child_env(env: Mapping[str, str | None] | None) -> dict[str, str]:
     full = dict(os.environ)
     full.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
     full["PYTHONUNBUFFERED"] = "1"
+    # a node that crashes (SIGSEGV in a C extension) prints every thread's Python stack
+    # into its log
+    full.setdefault("PYTHONFAULTHANDLER", "1")
     # Make rclpy's console output line-buffered and free of colour codes in log files.
     full.setdefault("RCUTILS_LOGGING_BUFFERED_STREAM", "0")
     full.setdefault("RCUTILS_COLORIZED_OUTPUT", "0")

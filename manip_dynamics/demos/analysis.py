@@ -114,6 +114,10 @@ def contact_numbers(rec, model, scenario, time_scale=1.0):
         if name == 'pushed':
             steady = np.arange(k0 + int(np.ceil(5 / K_O * 100)),
                                k0 + int(scenario['contact']['push_for'] * time_scale * 100))
+            short = steady[-1] + 1 - len(s['t'])
+            if short > 0:
+                raise RuntimeError(f'the recording of phase {name} ended {short} samples '
+                                   'before the push did')
         else:                                        # resting on the box: the last 0.5 s
             steady = np.arange(len(s['t']) - 50, len(s['t']))
         scale = np.abs(s['truth'][steady]).max()

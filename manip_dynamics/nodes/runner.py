@@ -4,6 +4,7 @@ reading the table's current values."""
 from __future__ import annotations
 
 import math
+import signal
 from typing import Any, Callable, Sequence
 
 import rclpy
@@ -12,6 +13,7 @@ from rclpy.exceptions import InvalidParameterTypeException
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
+from rclpy.signals import SignalHandlerOptions
 from rclpy.task import Future
 
 from manip_dynamics.rules import gc_pauses
@@ -31,18 +33,46 @@ def make_executor(kind: str):
     raise ValueError(f"executor must be one of {EXECUTORS}, got {kind!r}")
 
 
-def spin(node: Node, executor) -> None:
-    """Spin ``node`` on ``executor`` until rclpy shuts down (Ctrl-C, SIGTERM, external).
+# How often the spin loop looks at a stop request (Ctrl-C, SIGTERM): the longest a node
+# takes to begin its shutdown after the signal, s.
+STOP_CHECK_PERIOD = 0.1
+
+
+class StopRequest:
+    """Ctrl-C (SIGINT) and SIGTERM as a flag that ``spin`` looks at, set by Python signal
+    handlers (``install``), instead of rclpy's own handlers: those shut the context down
+    from a thread of their own while the main thread shuts the executor down and destroys
+    the node, and that race crashed a node with SIGSEGV about once in 20 Ctrl-Cs
+    (test/nodes/test_recorder.py::test_file_closed_on_sigint; the crash the rclpy issues
+    #215, #253 and #327 describe). With the flag everything happens on the main thread, in
+    order: the spin returns, the executor shuts down, the node is destroyed (the recorder
+    writes its file's summary), then rclpy shuts down."""
+
+    def __init__(self):
+        self.requested = False
+
+    def install(self) -> None:
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(signum, self._handler)
+
+    def _handler(self, signum, frame) -> None:
+        self.requested = True
+
+
+def spin(node: Node, executor, stop: StopRequest | None = None) -> None:
+    """Spin ``node`` on ``executor`` until rclpy shuts down (external) or ``stop`` is
+    requested (Ctrl-C, SIGTERM).
 
     Not ``executor.spin()``: rclpy 9.1.2's EventsExecutor.spin() runs no callback at all
     and does not return on shutdown (docs/realtime.md); ``spin_until_future_complete`` on
-    a future that never completes, in 1 s slices while ``rclpy.ok()``, works for both.
+    a future that never completes, in slices of STOP_CHECK_PERIOD while ``rclpy.ok()``,
+    works for both.
     """
     executor.add_node(node)
     never = Future()
     context = node.context
-    while context.ok():
-        executor.spin_until_future_complete(never, timeout_sec=1.0)
+    while context.ok() and not (stop is not None and stop.requested):
+        executor.spin_until_future_complete(never, timeout_sec=STOP_CHECK_PERIOD)
 
 
 def take_waiting(subscription) -> list:
@@ -69,9 +99,12 @@ def run_node(make_node: Callable[[], Node], args=None,
     external shutdown end the spin quietly (exit code 0). An exception of a type in
     ``fatal`` raised while building the node (a bad start-up configuration) is logged as
     FATAL ``cannot start: ...`` under the logger ``name`` and gives exit code 2. The node
-    is always destroyed and rclpy shut down.
+    is always destroyed and rclpy shut down. Ctrl-C and SIGTERM are this module's
+    (``StopRequest``), not rclpy's: the shutdown runs on the main thread alone.
     """
-    rclpy.init(args=args)
+    rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+    stop = StopRequest()
+    stop.install()
     node = None
     executor = None
     try:
@@ -82,7 +115,7 @@ def run_node(make_node: Callable[[], Node], args=None,
             kind = node.get_parameter("executor").value
             node.get_logger().info(f"spinning on the {kind} executor")
         executor = make_executor(kind)
-        spin(node, executor)
+        spin(node, executor, stop)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     except fatal as exc:
