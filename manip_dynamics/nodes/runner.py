@@ -59,7 +59,7 @@ class StopRequest:
         self.requested = True
 
 
-def spin(node: Node, executor, stop: StopRequest | None = None) -> None:
+def spin(node: Node, executor, stop: StopRequest) -> None:
     """Spin ``node`` on ``executor`` until rclpy shuts down (external) or ``stop`` is
     requested (Ctrl-C, SIGTERM).
 
@@ -71,7 +71,7 @@ def spin(node: Node, executor, stop: StopRequest | None = None) -> None:
     executor.add_node(node)
     never = Future()
     context = node.context
-    while context.ok() and not (stop is not None and stop.requested):
+    while context.ok() and not stop.requested:
         executor.spin_until_future_complete(never, timeout_sec=STOP_CHECK_PERIOD)
 
 
