@@ -219,10 +219,12 @@ class ContactMonitor:
             self.detector.set_thresholds(enter, self.options.hysteresis * enter)
 
     def _settle(self, t, qd) -> None:
-        """After the sample at t: the settling rule's bias for the next samples."""
+        """After the sample at t (its detection done): the settling rules' bias for the next
+        samples (no standstill level while in contact)."""
         th = self.thresholds
         if th is not None and th.mode == "motion":
-            self.observer.bias[:] = th.settle_bias(t, self.observer.raw_residual, np.asarray(qd))
+            self.observer.bias[:] = th.settle_bias(t, self.observer.raw_residual, np.asarray(qd),
+                                                   self.detector.in_contact)
 
     def seconds(self, sec: int, nanosec: int) -> float:
         """The observer's t (s) of a header stamp: (sec - epoch) + nanosec 1e-9, the epoch

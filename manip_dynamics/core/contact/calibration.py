@@ -323,9 +323,13 @@ class MotionThresholds:
         friction held at rest is unknown until the arm settles), bias as calibrated."""
         self._state = _FeatureState(self.gains, self.calibration.move_speed,
                                     self.calibration.rest_speed)
-        self._window = None                # settling: (t0, min, max, sum, count)
+        self._window = None                # settling: [t0, min, max, sum, count]
+        self._still = None                 # the standstill level's window (the same)
+        self._still_since = None           # t of the standstill's first sample
+        self._held_unknown = True          # no level since the start or the last motion
         self.bias = np.array(self.calibration.bias)
         self.settled = 0                   # number of settlings
+        self.levelled = 0                  # number of standstill levels
         self._last = np.zeros(len(self.bias))   # the last sample's r - bias (slow friction)
 
     @staticmethod
@@ -337,7 +341,7 @@ class MotionThresholds:
         features, levels = np.ones((t.shape[0], 4, qd.shape[1])), np.empty_like(raw)
         for k in range(t.shape[0]):
             levels[k] = th.bias
-            features[k, 1:] = th._state.step(t[k], qd[k])
+            features[k, 1:] = th._state.step(t[k], qd[k], along=th._last * qd[k] > 0.0)
             th.settle_bias(t[k], raw[k], qd[k])
         return features, levels
 
@@ -351,42 +355,85 @@ class MotionThresholds:
             return self.constant
         st = self._state
         qd = np.asarray(qd, dtype=float)
-        v, a, u = st.step(t, qd, tau)
+        along = self._last * qd > 0.0          # (a joint yielding to its residual)
+        v, a, u = st.step(t, qd, tau, along)
         c = self.coef
         np.multiply(c[1], v, out=self._thresholds)
-        slow = st.s * ~(st.moving & (self._last * qd > 0.0))   # (not: r along the motion)
+        slow = st.s * ~(st.moving & along)              # (not: r along the motion)
         self._thresholds += c[0] + c[2] * a + c[3] * u + self.coulomb * slow + st.d
         return self._thresholds
 
-    def settle_bias(self, t, raw, qd):
-        """After the sample at t: the settling rule on the raw residual (n,) -> the bias
-        (n,) to subtract (self.bias), and raw - the bias in force kept for the next
-        :meth:`enter` (the slow friction's sign test). In mode "calibrated" the calibrated
-        bias, always."""
+    def settle_bias(self, t, raw, qd, in_contact=False):
+        """After the sample at t (its detection done; in_contact: the detector's state):
+        the rules at rest and at the switch (module docstring) on the raw residual (n,) ->
+        the bias (n,) to subtract (self.bias), and raw - the bias in force kept for the
+        next :meth:`enter` (the slow friction's sign test). In mode "calibrated" the
+        calibrated bias, always.
+
+        * a joint that slides holds no torque: faster than move_speed, or driven faster
+          than rest_speed (not along its residual), it gets the calibrated bias back;
+        * the standstill level: when every joint has stood still (|qd_i| at most
+          SIGN_SPEED x rest_speed) for 5 / K_O s since the start or the last motion (the
+          observer's response to what came before decayed to e^-5), and then for another
+          5 / K_O s with every r_i within rest_i, not in contact: the bias takes that
+          window's mean r (once per standstill);
+        * the settling rule: every joint below rest_speed and every r_i within rest_i for
+          ``settle`` s: the bias takes that window's mean r."""
         if self.mode == "calibrated":
             return self.bias
         c = self.calibration
         np.subtract(raw, self.bias, out=self._last)   # (the residual this sample was judged on)
-        moving = np.abs(qd) > c.move_speed          # a joint that moves: its friction slides
-        if moving.any():
-            self.bias[moving] = np.asarray(c.bias)[moving]
-        if np.abs(qd).max() > c.rest_speed:
-            self._window = None
+        speed = np.abs(qd)
+        sliding = (speed > c.move_speed) | ((speed > c.rest_speed) & ~(self._last * qd > 0.0))
+        if sliding.any():
+            self.bias[sliding] = np.asarray(c.bias)[sliding]
+        if speed.max() > c.rest_speed:
+            self._window = self._still = self._still_since = None
+            self._held_unknown = True
             return self.bias
-        w = self._window
+        if self._standstill_level(t, raw, speed.max(), in_contact):
+            return self.bias
+        self._window = self._steady_window(self._window, t, raw)
+        if t - self._window[0] >= c.settle:
+            self._level(self._window)
+            self.settled += 1
+        return self.bias
+
+    def _standstill_level(self, t, raw, speed, in_contact):
+        """The standstill level's rule for the sample (settle_bias); True when it set the
+        bias."""
+        if not self._held_unknown or in_contact or speed > SIGN_SPEED * self.calibration.rest_speed:
+            self._still = self._still_since = None
+            return False
+        if self._still_since is None:
+            self._still_since = t
+        response = 5.0 / self.gains.min()
+        if t - self._still_since < response:
+            return False
+        self._still = self._steady_window(self._still, t, raw)
+        if t - self._still[0] < response:
+            return False
+        self._level(self._still)
+        self.levelled += 1
+        return True
+
+    def _steady_window(self, w, t, raw):
+        """The window [t0, min, max, sum, count] of raw residuals with this sample; a new
+        one from it when some r_i leaves the band rest_i of the window's range."""
         if w is None or (np.maximum(w[2], raw) - np.minimum(w[1], raw) > self._steady).any():
-            self._window = [t, raw.copy(), raw.copy(), raw.copy(), 1]
-            return self.bias
+            return [t, raw.copy(), raw.copy(), raw.copy(), 1]
         np.minimum(w[1], raw, out=w[1])
         np.maximum(w[2], raw, out=w[2])
         w[3] += raw
         w[4] += 1
-        if t - w[0] >= self.calibration.settle:
-            self.bias = w[3] / w[4]
-            self._state.settled()
-            self.settled += 1
-            self._window = None
-        return self.bias
+        return w
+
+    def _level(self, w):
+        """The bias := the window's mean r: the torque held at rest is measured (u = s = 0)."""
+        self.bias = w[3] / w[4]
+        self._state.settled()
+        self._window = self._still = self._still_since = None
+        self._held_unknown = False
 
 
 class _FeatureState:
@@ -410,12 +457,16 @@ class _FeatureState:
         self.s, self.d = np.zeros(n), np.zeros(n)
         self.moving = np.zeros(n, bool)       # |qd_i| above its sign's noise
 
-    def step(self, t, qd, tau=None):
+    def step(self, t, qd, tau=None, along=None):
         """The features (3, n) = (v, a, u) for the sample (t, qd); s and d updated (d only
-        when tau (n,) is given: the effort's step from the last sample that gave one)."""
+        when tau (n,) is given: the effort's step from the last sample that gave one).
+        along (n,) bool: joint i moves along its residual (yields to it; None: none
+        does), which does not count as a move for s (friction opposes a yield: the
+        friction the model lacks then lowers |r|, it cannot raise it)."""
         qd = np.asarray(qd, dtype=float)
         speed = np.abs(qd)
-        self.moved |= speed > self.rest_speed
+        self.moved |= (speed > self.rest_speed) if along is None else \
+            ((speed > self.rest_speed) & ~along)
         self.moving = speed > SIGN_SPEED * self.rest_speed
         self.s = self.moved * (1.0 - np.minimum(speed / self.slide_speed, 1.0))
         if self.t is None or not t > self.t:
