@@ -36,8 +36,9 @@ on a prismatic joint):
 
       enter_i(t) += coulomb_i s_i(t) + d_i(t)
 
-  * s_i, the slow friction: a joint that moved faster than ``rest_speed`` since the arm
-    last settled and is now slower than ``move_speed`` has a friction anywhere between
+  * s_i, the slow friction: a joint driven faster than ``rest_speed`` (not along its
+    residual: below) since the arm last settled or levelled, and now slower than
+    ``move_speed``, has a friction anywhere between
     stiction and the observer's Coulomb ramp (which gives coulomb_i |qd_i| / v there):
     s_i = 1 - min(|qd_i| / move_speed, 1), and coulomb_i the Coulomb coefficient of the
     model the observer subtracts (N m; 0 without friction); s_i = 0 again once the arm
@@ -50,9 +51,12 @@ on a prismatic joint):
     r = tau_ext - (tau_f - tau_f,model) against qd_i; an r_i along qd_i is a torque
     doing work on the joint (a push the arm yields to), which no friction explains. At a
     standstill (|qd_i| at most 2e-4 rad/s: the UR10e log's qd reads 0 or +-1e-4 there,
-    its resolution, and stiction holds a torque of either sign) s_i counts as before.
-    (The last sample's residual: the node's path sets the thresholds before the
-    sample's observer step.)
+    its resolution, and stiction holds a torque of either sign) s_i counts as before,
+    except after a joint's motion that was all along its residual: friction opposes a
+    yield, so the friction the model lacks after it lowers |r|, it cannot raise it (on
+    the UR10e the shoulder yielding to a push at 2e-3 rad/s had raised its threshold
+    from 13.5 to 27 N m mid-push). (The last sample's residual: the node's path sets the
+    thresholds before the sample's observer step.)
   * d_i, the current's lead: a drive's current can step one sample before its measured
     velocity does (the UR10e's at a trajectory's stop: 55-220 N m in one 10 ms sample,
     qd still at its speed); the observer then integrates the step one sample early, an
@@ -60,7 +64,25 @@ on a prismatic joint):
     response: d_i is that, as an envelope decaying by exp(-K_O h) (0 when no effort is
     given to :meth:`MotionThresholds.enter`).
 
-At rest (:class:`MotionThresholds`' settling rule): when every joint has stayed below
+At rest and at the switch (:meth:`MotionThresholds.settle_bias`), three rules set the
+bias (the level r is judged against):
+
+* the standstill level: stiction holds a constant torque while the arm stands still.
+  Once every joint has stood still (|qd_i| at most ``SIGN_SPEED`` x ``rest_speed``: the
+  velocity's resolution) for 5 / K_O s since the start or the last motion (the observer's
+  response to what came before has decayed to e^-5; at the start, r(0) = 0 is no level)
+  and then for another 5 / K_O s with every r_i within rest_i, and the detector is not
+  in contact, the bias takes the mean r of that window and u = s = 0 (once per
+  standstill: 0.2 s after the arm stopped at K_O = 50; a push in progress is not taken
+  as the level, and a later slow change only by the settling rule below). Without it a
+  push shortly after a stop was judged from a level the arm no longer held (on the
+  UR10e 0.5 s after the start, or 0.75 s after a push whose torque stiction still held:
+  detected 4 samples early and 7 late);
+* the release: a joint that slides holds no torque, so it gets the calibrated bias
+  back: faster than ``move_speed``, or driven faster than ``rest_speed`` (its r_i - bias_i
+  not of qd_i's sign). A joint yielding to its residual (r_i along qd_i: a push it gives
+  way to) keeps the level;
+* the settling rule: when every joint has stayed below
 ``rest_speed`` and every r_i has stayed within a band of rest_i (the error the arm shows
 at rest, without the margin) for ``settle`` s, the bias takes the mean residual of that
 window and u = 0. The band leaves the margin intact: right after a settling r_i - bias_i
@@ -73,7 +95,11 @@ and model error give while it stands still, times margin), not the friction band
 judged on its change from the settled level. The price: a load held perfectly still
 (no joint moving above ``rest_speed``, the residual steady within rest_i) for
 ``settle`` s becomes the new level, and a contact ends by that rule at the latest
-``settle`` s after the torque stopped changing.
+``settle`` s after the torque stopped changing; a residual still relaxing after a stop
+(the drive's current) when the standstill level is taken moves away from it, which the
+learned rest_i must cover: the calibration replays the same rules, so it covers the
+relaxations its stretch shows (on the UR10e the elbow's rest_i grew from 1.55 to 3.95
+N m with the standstill level).
 
 Refusals (:class:`InputError`, one line): the stretch is too short (less than
 ``min_duration`` s or 100 samples); too still to be representative (the arm moves
