@@ -31,7 +31,8 @@ its results into messages. The rules (also in docs/node.md, "Contact outputs"):
 * thresholds (``observer.thresholds``): ``fixed`` (``observer.enter_thresholds``),
   ``calibrated`` (the per-joint constants and bias of a
   :class:`~manip_dynamics.core.contact.calibration.ContactCalibration`) or ``motion``
-  (its thresholds that follow the motion and its settling rule at rest:
+  (its thresholds that follow the motion and its rules at rest, the standstill level,
+  the release and the settling rule:
   core.contact.calibration's docstring). Without a calibration (:meth:`ContactMonitor.calibrate`,
   :meth:`ContactMonitor.set_calibration`) every mode uses the fixed thresholds. A reset
   or a clock restart starts the motion thresholds over (bias as calibrated).
