@@ -15,7 +15,8 @@ up to the push's start) exceeds the enter threshold in force on some joint to th
 contact's first sample (negative: the residual crossed first; test/ur10e_contact.judge).
 
 Run: PYTHONPATH=. .venv/bin/python benchmarks/contact_real_arm.py [--runs SUBSTR]
-[--plot docs/images/contact_real_arm.png] [--json F]   (about 2-4 min CPU for all runs)
+[--margin 2] [--calibrate-on identification_data/RUN.csv] [--gains 50]
+[--plot docs/images/contact_real_arm.png] [--json F]   (about 1-2 min CPU for all runs)
 """
 from __future__ import annotations
 
@@ -37,10 +38,10 @@ from shared_data import missing_reason, shared_data  # noqa: E402
 MODES = ("fixed", "calibrated", "motion")
 
 
-def runs(folder, pattern):
+def runs(folder, pattern, calibration_run):
     names = sorted(str(p.relative_to(folder)) for p in folder.glob("*/*.csv")
                    if p.parent.name != "jointwise_motion")
-    return [n for n in names if pattern in n and n != U.CALIBRATION_RUN]
+    return [n for n in names if pattern in n and n != calibration_run]
 
 
 def evaluate(model, run, name, cals):
@@ -95,19 +96,23 @@ def main():
     ap.add_argument("--plot", default=None, help="write the picture of push_pose_2 here")
     ap.add_argument("--json", default=None)
     ap.add_argument("--margin", type=float, default=2.0, help="calibrate_contact's margin")
+    ap.add_argument("--calibrate-on", default=U.CALIBRATION_RUN,
+                    help="the run to calibrate on (default: the authors' fit run)")
+    ap.add_argument("--gains", type=float, default=U.GAINS, help="the observer's K_O (1/s)")
     args = ap.parse_args()
+    U.GAINS = args.gains                      # (U.options reads it)
     folder = shared_data(U.DATA)
     if folder is None:
         print(missing_reason(U.DATA))
         return
     model, gain = U.model_with_side_file(folder, tempfile.mkdtemp())
-    cal_run = U.read_run(folder, U.CALIBRATION_RUN, model, gain)
+    cal_run = U.read_run(folder, args.calibrate_on, model, gain)
     cals = {m: U.calibrate(model, cal_run, m, margin=args.margin) for m in MODES[1:]}
     c = cals["motion"]
     for f in ("bias", "constant", "rest", "speed", "accel", "band"):
         print(f"{f:9s}", np.round(getattr(c, f), 2))
     out = {}
-    for name in runs(folder, args.runs):
+    for name in runs(folder, args.runs, args.calibrate_on):
         out[name] = row = evaluate(model, U.read_run(folder, name, model, gain), name, cals)
         load = (" (payload)" if Path(name).name in U.LOADED else
                 " (garbled rows)" if Path(name).name in U.GARBLED else "")

@@ -31,7 +31,8 @@ its results into messages. The rules (also in docs/node.md, "Contact outputs"):
 * thresholds (``observer.thresholds``): ``fixed`` (``observer.enter_thresholds``),
   ``calibrated`` (the per-joint constants and bias of a
   :class:`~manip_dynamics.core.contact.calibration.ContactCalibration`) or ``motion``
-  (its thresholds that follow the motion and its settling rule at rest:
+  (its thresholds that follow the motion and its rules at rest, the standstill level,
+  the release and the settling rule:
   core.contact.calibration's docstring). Without a calibration (:meth:`ContactMonitor.calibrate`,
   :meth:`ContactMonitor.set_calibration`) every mode uses the fixed thresholds. A reset
   or a clock restart starts the motion thresholds over (bias as calibrated).
@@ -219,10 +220,12 @@ class ContactMonitor:
             self.detector.set_thresholds(enter, self.options.hysteresis * enter)
 
     def _settle(self, t, qd) -> None:
-        """After the sample at t: the settling rule's bias for the next samples."""
+        """After the sample at t (its detection done): the settling rules' bias for the next
+        samples (no standstill level while in contact)."""
         th = self.thresholds
         if th is not None and th.mode == "motion":
-            self.observer.bias[:] = th.settle_bias(t, self.observer.raw_residual, np.asarray(qd))
+            self.observer.bias[:] = th.settle_bias(t, self.observer.raw_residual, np.asarray(qd),
+                                                   self.detector.in_contact)
 
     def seconds(self, sec: int, nanosec: int) -> float:
         """The observer's t (s) of a header stamp: (sec - epoch) + nanosec 1e-9, the epoch

@@ -36,8 +36,9 @@ on a prismatic joint):
 
       enter_i(t) += coulomb_i s_i(t) + d_i(t)
 
-  * s_i, the slow friction: a joint that moved faster than ``rest_speed`` since the arm
-    last settled and is now slower than ``move_speed`` has a friction anywhere between
+  * s_i, the slow friction: a joint driven faster than ``rest_speed`` (not along its
+    residual: below) since the arm last settled or levelled, and now slower than
+    ``move_speed``, has a friction anywhere between
     stiction and the observer's Coulomb ramp (which gives coulomb_i |qd_i| / v there):
     s_i = 1 - min(|qd_i| / move_speed, 1), and coulomb_i the Coulomb coefficient of the
     model the observer subtracts (N m; 0 without friction); s_i = 0 again once the arm
@@ -50,9 +51,12 @@ on a prismatic joint):
     r = tau_ext - (tau_f - tau_f,model) against qd_i; an r_i along qd_i is a torque
     doing work on the joint (a push the arm yields to), which no friction explains. At a
     standstill (|qd_i| at most 2e-4 rad/s: the UR10e log's qd reads 0 or +-1e-4 there,
-    its resolution, and stiction holds a torque of either sign) s_i counts as before.
-    (The last sample's residual: the node's path sets the thresholds before the
-    sample's observer step.)
+    its resolution, and stiction holds a torque of either sign) s_i counts as before,
+    except after a joint's motion that was all along its residual: friction opposes a
+    yield, so the friction the model lacks after it lowers |r|, it cannot raise it (on
+    the UR10e the shoulder yielding to a push at 2e-3 rad/s had raised its threshold
+    from 13.5 to 27 N m mid-push). (The last sample's residual: the node's path sets the
+    thresholds before the sample's observer step.)
   * d_i, the current's lead: a drive's current can step one sample before its measured
     velocity does (the UR10e's at a trajectory's stop: 55-220 N m in one 10 ms sample,
     qd still at its speed); the observer then integrates the step one sample early, an
@@ -60,7 +64,25 @@ on a prismatic joint):
     response: d_i is that, as an envelope decaying by exp(-K_O h) (0 when no effort is
     given to :meth:`MotionThresholds.enter`).
 
-At rest (:class:`MotionThresholds`' settling rule): when every joint has stayed below
+At rest and at the switch (:meth:`MotionThresholds.settle_bias`), three rules set the
+bias (the level r is judged against):
+
+* the standstill level: stiction holds a constant torque while the arm stands still.
+  Once every joint has stood still (|qd_i| at most ``SIGN_SPEED`` x ``rest_speed``: the
+  velocity's resolution) for 5 / K_O s since the start or the last motion (the observer's
+  response to what came before has decayed to e^-5; at the start, r(0) = 0 is no level)
+  and then for another 5 / K_O s with every r_i within rest_i, and the detector is not
+  in contact, the bias takes the mean r of that window and u = s = 0 (once per
+  standstill: 0.2 s after the arm stopped at K_O = 50; a push in progress is not taken
+  as the level, and a later slow change only by the settling rule below). Without it a
+  push shortly after a stop was judged from a level the arm no longer held (on the
+  UR10e 0.5 s after the start, or 0.75 s after a push whose torque stiction still held:
+  detected 4 samples early and 7 late);
+* the release: a joint that slides holds no torque, so it gets the calibrated bias
+  back: faster than ``move_speed``, or driven faster than ``rest_speed`` (its r_i - bias_i
+  not of qd_i's sign). A joint yielding to its residual (r_i along qd_i: a push it gives
+  way to) keeps the level;
+* the settling rule: when every joint has stayed below
 ``rest_speed`` and every r_i has stayed within a band of rest_i (the error the arm shows
 at rest, without the margin) for ``settle`` s, the bias takes the mean residual of that
 window and u = 0. The band leaves the margin intact: right after a settling r_i - bias_i
@@ -73,7 +95,11 @@ and model error give while it stands still, times margin), not the friction band
 judged on its change from the settled level. The price: a load held perfectly still
 (no joint moving above ``rest_speed``, the residual steady within rest_i) for
 ``settle`` s becomes the new level, and a contact ends by that rule at the latest
-``settle`` s after the torque stopped changing.
+``settle`` s after the torque stopped changing; a residual still relaxing after a stop
+(the drive's current) when the standstill level is taken moves away from it, which the
+learned rest_i must cover: the calibration replays the same rules, so it covers the
+relaxations its stretch shows (on the UR10e the elbow's rest_i grew from 1.55 to 3.95
+N m with the standstill level).
 
 Refusals (:class:`InputError`, one line): the stretch is too short (less than
 ``min_duration`` s or 100 samples); too still to be representative (the arm moves
@@ -323,9 +349,13 @@ class MotionThresholds:
         friction held at rest is unknown until the arm settles), bias as calibrated."""
         self._state = _FeatureState(self.gains, self.calibration.move_speed,
                                     self.calibration.rest_speed)
-        self._window = None                # settling: (t0, min, max, sum, count)
+        self._window = None                # settling: [t0, min, max, sum, count]
+        self._still = None                 # the standstill level's window (the same)
+        self._still_since = None           # t of the standstill's first sample
+        self._held_unknown = True          # no level since the start or the last motion
         self.bias = np.array(self.calibration.bias)
         self.settled = 0                   # number of settlings
+        self.levelled = 0                  # number of standstill levels
         self._last = np.zeros(len(self.bias))   # the last sample's r - bias (slow friction)
 
     @staticmethod
@@ -337,7 +367,7 @@ class MotionThresholds:
         features, levels = np.ones((t.shape[0], 4, qd.shape[1])), np.empty_like(raw)
         for k in range(t.shape[0]):
             levels[k] = th.bias
-            features[k, 1:] = th._state.step(t[k], qd[k])
+            features[k, 1:] = th._state.step(t[k], qd[k], along=th._last * qd[k] > 0.0)
             th.settle_bias(t[k], raw[k], qd[k])
         return features, levels
 
@@ -351,42 +381,85 @@ class MotionThresholds:
             return self.constant
         st = self._state
         qd = np.asarray(qd, dtype=float)
-        v, a, u = st.step(t, qd, tau)
+        along = self._last * qd > 0.0          # (a joint yielding to its residual)
+        v, a, u = st.step(t, qd, tau, along)
         c = self.coef
         np.multiply(c[1], v, out=self._thresholds)
-        slow = st.s * ~(st.moving & (self._last * qd > 0.0))   # (not: r along the motion)
+        slow = st.s * ~(st.moving & along)              # (not: r along the motion)
         self._thresholds += c[0] + c[2] * a + c[3] * u + self.coulomb * slow + st.d
         return self._thresholds
 
-    def settle_bias(self, t, raw, qd):
-        """After the sample at t: the settling rule on the raw residual (n,) -> the bias
-        (n,) to subtract (self.bias), and raw - the bias in force kept for the next
-        :meth:`enter` (the slow friction's sign test). In mode "calibrated" the calibrated
-        bias, always."""
+    def settle_bias(self, t, raw, qd, in_contact=False):
+        """After the sample at t (its detection done; in_contact: the detector's state):
+        the rules at rest and at the switch (module docstring) on the raw residual (n,) ->
+        the bias (n,) to subtract (self.bias), and raw - the bias in force kept for the
+        next :meth:`enter` (the slow friction's sign test). In mode "calibrated" the
+        calibrated bias, always.
+
+        * a joint that slides holds no torque: faster than move_speed, or driven faster
+          than rest_speed (not along its residual), it gets the calibrated bias back;
+        * the standstill level: when every joint has stood still (|qd_i| at most
+          SIGN_SPEED x rest_speed) for 5 / K_O s since the start or the last motion (the
+          observer's response to what came before decayed to e^-5), and then for another
+          5 / K_O s with every r_i within rest_i, not in contact: the bias takes that
+          window's mean r (once per standstill);
+        * the settling rule: every joint below rest_speed and every r_i within rest_i for
+          ``settle`` s: the bias takes that window's mean r."""
         if self.mode == "calibrated":
             return self.bias
         c = self.calibration
         np.subtract(raw, self.bias, out=self._last)   # (the residual this sample was judged on)
-        moving = np.abs(qd) > c.move_speed          # a joint that moves: its friction slides
-        if moving.any():
-            self.bias[moving] = np.asarray(c.bias)[moving]
-        if np.abs(qd).max() > c.rest_speed:
-            self._window = None
+        speed = np.abs(qd)
+        sliding = (speed > c.move_speed) | ((speed > c.rest_speed) & ~(self._last * qd > 0.0))
+        if sliding.any():
+            self.bias[sliding] = np.asarray(c.bias)[sliding]
+        if speed.max() > c.rest_speed:
+            self._window = self._still = self._still_since = None
+            self._held_unknown = True
             return self.bias
-        w = self._window
+        if self._standstill_level(t, raw, speed.max(), in_contact):
+            return self.bias
+        self._window = self._steady_window(self._window, t, raw)
+        if t - self._window[0] >= c.settle:
+            self._level(self._window)
+            self.settled += 1
+        return self.bias
+
+    def _standstill_level(self, t, raw, speed, in_contact):
+        """The standstill level's rule for the sample (settle_bias); True when it set the
+        bias."""
+        if not self._held_unknown or in_contact or speed > SIGN_SPEED * self.calibration.rest_speed:
+            self._still = self._still_since = None
+            return False
+        if self._still_since is None:
+            self._still_since = t
+        response = 5.0 / self.gains.min()
+        if t - self._still_since < response:
+            return False
+        self._still = self._steady_window(self._still, t, raw)
+        if t - self._still[0] < response:
+            return False
+        self._level(self._still)
+        self.levelled += 1
+        return True
+
+    def _steady_window(self, w, t, raw):
+        """The window [t0, min, max, sum, count] of raw residuals with this sample; a new
+        one from it when some r_i leaves the band rest_i of the window's range."""
         if w is None or (np.maximum(w[2], raw) - np.minimum(w[1], raw) > self._steady).any():
-            self._window = [t, raw.copy(), raw.copy(), raw.copy(), 1]
-            return self.bias
+            return [t, raw.copy(), raw.copy(), raw.copy(), 1]
         np.minimum(w[1], raw, out=w[1])
         np.maximum(w[2], raw, out=w[2])
         w[3] += raw
         w[4] += 1
-        if t - w[0] >= self.calibration.settle:
-            self.bias = w[3] / w[4]
-            self._state.settled()
-            self.settled += 1
-            self._window = None
-        return self.bias
+        return w
+
+    def _level(self, w):
+        """The bias := the window's mean r: the torque held at rest is measured (u = s = 0)."""
+        self.bias = w[3] / w[4]
+        self._state.settled()
+        self._window = self._still = self._still_since = None
+        self._held_unknown = False
 
 
 class _FeatureState:
@@ -410,12 +483,16 @@ class _FeatureState:
         self.s, self.d = np.zeros(n), np.zeros(n)
         self.moving = np.zeros(n, bool)       # |qd_i| above its sign's noise
 
-    def step(self, t, qd, tau=None):
+    def step(self, t, qd, tau=None, along=None):
         """The features (3, n) = (v, a, u) for the sample (t, qd); s and d updated (d only
-        when tau (n,) is given: the effort's step from the last sample that gave one)."""
+        when tau (n,) is given: the effort's step from the last sample that gave one).
+        along (n,) bool: joint i moves along its residual (yields to it; None: none
+        does), which does not count as a move for s (friction opposes a yield: the
+        friction the model lacks then lowers |r|, it cannot raise it)."""
         qd = np.asarray(qd, dtype=float)
         speed = np.abs(qd)
-        self.moved |= speed > self.rest_speed
+        self.moved |= (speed > self.rest_speed) if along is None else \
+            ((speed > self.rest_speed) & ~along)
         self.moving = speed > SIGN_SPEED * self.rest_speed
         self.s = self.moved * (1.0 - np.minimum(speed / self.slide_speed, 1.0))
         if self.t is None or not t > self.t:

@@ -60,13 +60,15 @@ def test_the_envelope_recovers_a_threshold_linear_in_the_speed():
 
 
 def test_the_friction_band_holds_after_a_stop_and_the_settling_rule_takes_the_held_torque():
-    """A joint slides, stops (u = 1: stiction holds an unknown torque), the residual settles
-    at 7 N m: after `settle` s at rest with a steady residual the bias is 7 and u = 0."""
+    """A joint slides, stops (u = 1: stiction holds an unknown torque) and then creeps at
+    1e-3 rad/s (below rest_speed: at rest for the settling rule; above the standstill, so
+    no standstill level), the residual settles at 7 N m: after `settle` s at rest with a
+    steady residual the bias is 7 and u = 0."""
     cal = ContactCalibration(NAMES, (K, K), (0.0, 0.0), (9.0, 9.0), (1.0, 1.0), (0.0, 0.0),
                              (0.0, 0.0), (10.0, 10.0), margin=1.0, settle=1.0)
     th = MotionThresholds(cal)
     t = np.arange(0.0, 3.0, 0.01)
-    qd = np.where(t < 0.5, 0.3, 0.0)
+    qd = np.where(t < 0.5, 0.3, 1e-3)
     enter = []
     for k, tk in enumerate(t):
         enter.append(th.enter(tk, (qd[k], 0.0))[0])
@@ -76,8 +78,90 @@ def test_the_friction_band_holds_after_a_stop_and_the_settling_rule_takes_the_he
     assert enter[stop] == pytest.approx(1.0 + 10.0)           # the band at the stop
     settled = int(np.searchsorted(t, 1.5 - 1e-9))             # window from 0.5 s, 1 s long
     assert (enter[stop:settled + 1] == pytest.approx(11.0))
-    assert th.settled == 2 and th.bias == pytest.approx([7.0, 0.0])
+    assert th.settled == 2 and th.bias == pytest.approx([7.0, 0.0]) and th.levelled == 0
     assert enter[-1] == pytest.approx(1.0)                    # at rest: rest only
+
+
+H, K40 = 1.0 / 64, 40.0       # (exact binary times: 5 / K40 = 0.125 s = 8 samples of H)
+
+
+def _standstill_run(raw_a, qd_a, in_contact=None, settle=100.0):
+    """MotionThresholds of a rest-1, band-10 calibration (K = 40, margin 1) fed joint a's
+    raw residual and qd per sample (joint b still, r_b = 0), as the monitor does: enter,
+    then settle_bias. -> (thresholds, enter (N,) of joint a, bias (N,) after each sample)."""
+    zero = (0.0, 0.0)
+    cal = ContactCalibration(NAMES, (K40, K40), zero, (9.0, 9.0), (1.0, 1.0), zero, zero,
+                             (10.0, 10.0), margin=1.0, settle=settle)
+    th = MotionThresholds(cal)
+    enter, bias = [], []
+    for k in range(len(raw_a)):
+        qd = np.array([qd_a[k], 0.0])
+        enter.append(th.enter(k * H, qd)[0])
+        busy = bool(in_contact[k]) if in_contact is not None else False
+        bias.append(th.settle_bias(k * H, np.array([raw_a[k], 0.0]), qd, busy)[0])
+    return th, np.array(enter), np.array(bias)
+
+
+def test_the_standstill_level_takes_the_held_torque_two_observer_times_after_the_stop():
+    """Joint a slides at 0.3 rad/s until sample 32 (0.5 s), then stands still (qd = 0)
+    with r = 7 +- 0.2 N m (alternating): the observer's response to the motion has
+    decayed 5 / K_O = 0.125 s (8 samples) after the stop, the window of the next 8
+    samples (40..48, r within rest = 1) is steady, so after sample 48 the bias is its
+    mean and u = 0: the threshold is rest alone from sample 49 on, where the settling
+    rule (settle 100 s here) would never have taken it. Once per standstill: a ramp of
+    2 N m/s after it is not taken as a new level (only by the settling rule's band)."""
+    n = 200
+    k = np.arange(n)
+    qd = np.where(k < 32, 0.3, 0.0)
+    raw = np.where(k < 32, 0.0, 7.0 + 0.2 * (-1.0) ** k) + np.where(k > 100, 2.0 * H * (k - 100), 0)
+    th, enter, bias = _standstill_run(raw, qd)
+    assert th.levelled == 1 and th.settled == 0
+    assert bias[47] == 0.0 and bias[48] == pytest.approx(raw[40:49].mean(), abs=1e-12)
+    assert bias[-1] == bias[48]
+    assert enter[48] == pytest.approx(1.0 + 10.0)             # the band until the level
+    assert enter[49:] == pytest.approx(1.0)
+
+
+def test_no_standstill_level_in_contact_nor_while_the_residual_moves():
+    """The same stop, but the detector in contact up to sample 60: the standstill's clock
+    starts at the first sample out of contact (level after sample 61 + 8 + 8 = 77). And a residual that moves by
+    more than rest (1 N m) within the window restarts it: r steps by 1.5 N m at sample 44,
+    so the window runs 44..52."""
+    k = np.arange(120)
+    qd = np.where(k < 32, 0.3, 0.0)
+    th, _, bias = _standstill_run(np.where(k < 32, 0.0, 7.0), qd, in_contact=(k >= 32) & (k <= 60))
+    assert th.levelled == 1 and bias[76] == 0.0 and bias[77] == pytest.approx(7.0)
+    raw = np.where(k < 32, 0.0, np.where(k < 44, 7.0, 8.5))
+    th, _, bias = _standstill_run(raw, qd)
+    assert th.levelled == 1 and bias[51] == 0.0 and bias[52] == pytest.approx(8.5)
+
+
+def test_a_driven_joint_releases_its_held_torque_a_yielding_one_keeps_it():
+    """After the level (bias 7 N m on joint a, calibrated bias 0), joint a moves at 0.01
+    rad/s, between rest_speed and move_speed: driven (its r - bias of the other sign than
+    qd) it slides and holds no torque: the calibrated bias, 0, comes back at once; yielding
+    (r - bias along qd: a push it gives way to) it keeps the level."""
+    k = np.arange(80)
+    for r_moving, kept in ((5.0, 0.0), (9.0, 7.0)):       # r - bias = -2 (driven), +2 (along)
+        qd = np.where(k < 32, 0.3, np.where(k < 60, 0.0, -0.01))
+        raw = np.where(k < 32, 0.0, np.where(k < 60, 7.0, r_moving))
+        _, _, bias = _standstill_run(raw, -qd)             # (qd +0.01 from sample 60)
+        assert bias[59] == pytest.approx(7.0) and bias[-1] == pytest.approx(kept)
+
+
+def test_a_joint_yielding_to_its_residual_does_not_arm_the_slow_friction():
+    """From rest (nothing moved since the start), joint a creeps at +0.01 rad/s with r =
+    +3 N m (along: it yields to a push), joint b at +0.01 with r = -3 (against: driven,
+    its friction slides); then both stand still (qd 0). Friction opposes a yield, so the
+    friction the model lacks cannot raise |r| above the push: no slow friction on a; on b
+    coulomb (1 - 0 / 0.05) = 10 N m, from the sample after its move."""
+    th = MotionThresholds(_rest_only(), coulomb=(10.0, 10.0))
+    creep, still, r = np.array([0.01, 0.01]), np.zeros(2), np.array([3.0, -3.0])
+    th.settle_bias(0.0, r, creep)                             # (the residual judged first)
+    for k in range(1, 4):
+        th.enter(0.01 * k, creep)
+        th.settle_bias(0.01 * k, r, creep)
+    assert th.enter(0.04, still) == pytest.approx([1.0, 1.0 + 10.0])
 
 
 def test_a_sign_flicker_at_rest_opens_the_band_for_the_observers_response_only():
@@ -189,11 +273,12 @@ def test_a_residual_relaxing_by_more_than_rest_is_not_taken_as_the_level():
     th = MotionThresholds(cal)
     t = np.arange(0.0, 2.5, 0.01)
     raw = 3.0 * np.minimum(t / 1.2, 1.0)
+    creep = np.array([1e-3, 0.0])                # (at rest, no standstill level)
     settled_at, bias = [], []
     for k, tk in enumerate(t):
-        th.enter(tk, zero)
+        th.enter(tk, creep)
         n = th.settled
-        bias.append(th.settle_bias(tk, np.array([raw[k], 0.0]), np.zeros(2))[0])
+        bias.append(th.settle_bias(tk, np.array([raw[k], 0.0]), creep)[0])
         if th.settled > n:
             settled_at.append(tk)
     assert settled_at and min(settled_at) >= 1.2
