@@ -8,7 +8,7 @@ side file in a temp dir (test/ur10e_contact.py); calibrated on
 identification_data/ur-20_02_10-30sec_12harm.csv (the authors' fit run). The four runs
 with a payload the model lacks (2.6-2.8 kg) are marked: their load is external; so is
 ur-19_09_27-11_32_02.csv, whose first rows are garbled (q jumping by a radian between
-10 ms rows, in-range values in the wrong columns): no reader can tell.
+10 ms rows, in-range values in the wrong columns): the reader skips them.
 
 Delay: samples from the first sample where |tau - level| (level: the mean tau of the 0.1 s
 up to the push's start) exceeds the enter threshold in force on some joint to the

@@ -47,7 +47,7 @@ CALIBRATION_RUN = "identification_data/ur-20_02_10-30sec_12harm.csv"   # the aut
 LOADED = ("ur-20_01_13-load_2600.csv", "ur-20_01_31-load.csv", "ur-20_02_19_14harm50secLoad.csv",
           "ur-20_02_19_15harm50secLoad.csv")
 # its first rows are garbled (q jumping by a radian between 10 ms rows, values of other
-# columns in range): the observer answers the garbage
+# columns in range): the reader skips them (absurd values, position jumps)
 GARBLED = ("ur-19_09_27-11_32_02.csv",)
 PUSHES = {   # (start, end) line numbers, module docstring
     "collision/ur-20_01_22-push_pose_1.csv": ((176, 300), (438, 600), (781, 935), (1110, 1300)),
@@ -85,8 +85,8 @@ Run = namedtuple("Run", "t q qd tau lines")
 
 def read_run(folder, name, model, drive_gain):
     """A run's samples (t s, q, qd rad(/s), tau = gain x current N m) and their line numbers
-    (None when the reader skipped a row; rows beyond the URDF's limits are skipped: 11_32_02
-    holds garbage rows, qd = 253 rad/s)."""
+    (None when the reader skipped a row; rows beyond the URDF's limits and position jumps
+    are skipped: 11_32_02 holds garbage rows, q = 253 rad, q jumping by a radian)."""
     columns = csv_log.ColumnMap.from_mapping(csv_log.parse_inline(
         "t=1,q=2:7,qd=8:13,effort=14:19")).replace(drive_gains=tuple(drive_gain))
     log = csv_log.read_csv_joint_states(Path(folder) / name, columns, model.joint_names,

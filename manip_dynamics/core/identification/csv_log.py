@@ -27,7 +27,14 @@ returned, so never fitted), by reason, checked in this order:
                   widened by ``Q_MARGIN`` of the range on each side, ``|qd|`` above
                   ``1 + RATE_MARGIN`` times the velocity limit, ``|effort|`` above
                   ``1 + RATE_MARGIN`` times the effort limit (effort after the drive gains);
-``repeated stamp``, ``stamp goes back``  t equal to or before the last KEPT row's.
+``repeated stamp``, ``stamp goes back``  t equal to or before the last KEPT row's;
+``position jump``  with limits, a row whose q is further from both its neighbours (the
+                  rows before and after it that passed the checks above; the first and
+                  last row: their one neighbour) than the joint could move between their
+                  stamps: ``|q_i - q_i'| > (1 + RATE_MARGIN) v_i |t - t'| + JUMP_FLOOR``
+                  on some joint, v_i the velocity limit. An isolated row of another
+                  pose (a logger's shifted fields within the limits); a real step of q (a
+                  re-zeroed encoder, a wrap) agrees with the rows after it and is kept.
 
 Map errors (:class:`ColumnMapError`, an InputError) refuse the file instead: an unknown
 key, a column the file does not have, a q count that differs from the joints, no row left.
@@ -55,7 +62,8 @@ Q_UNITS = {"rad": 1.0, "deg": np.pi / 180, "m": 1.0}
 QD_UNITS = {"rad/s": 1.0, "deg/s": np.pi / 180, "m/s": 1.0}
 DELIMITERS = {"comma": ",", "semicolon": ";", "tab": "\t", "space": None, "whitespace": None}
 REASONS = ("column count", "unparsable", "non-finite", "absurd", "repeated stamp",
-           "stamp goes back")
+           "stamp goes back", "position jump")
+JUMP_FLOOR = 0.01     # rad (m): a position step below this is never a jump (sensor noise)
 
 
 class ColumnMapError(InputError):
@@ -330,6 +338,7 @@ def read_csv_joint_states(path, columns: ColumnMap, names=None, limits=None):
     t, q, qd, tau = _scaled(values, columns)
     ok = _plausible(lines, t, q, qd, tau, limits, names, skips)
     keep = _monotonic(lines, t, ok, skips)
+    keep = _continuous(lines, t, q, keep, limits, names, skips)
     if not keep.any():
         raise ColumnMapError(f"{path}: no row left of {len(rows)} in lines "
                              f"{window[0]}-{window[1]} ({_reasons(skips)})")
@@ -499,3 +508,29 @@ def _monotonic(lines, t, ok, skips):
         reason = "repeated stamp" if t[r] == last else "stamp goes back"
         skips.add(reason, lines[r], f"t = {t[r]:.6g} s, line {last_line} had {last:.6g} s")
     return keep
+
+
+def _continuous(lines, t, q, keep, limits, names, skips):
+    """keep & not a position jump (module docstring); skips the jumps. Without limits (or
+    a finite velocity limit on no joint) nothing is checked."""
+    if limits is None:
+        return keep
+    v = np.asarray(limits["velocity"], float)
+    v = np.where(np.isfinite(v) & (v > 0), (1.0 + RATE_MARGIN) * v, np.inf)
+    rows = np.flatnonzero(keep)
+    if len(rows) < 2 or not np.isfinite(v).any():
+        return keep
+    step = np.abs(np.diff(q[rows], axis=0))                       # (m - 1, n)
+    far = (step > v * np.diff(t[rows])[:, None] + JUMP_FLOOR).any(axis=1)
+    before = np.concatenate(([True], far))     # (the first row: its one neighbour decides)
+    after = np.concatenate((far, [True]))
+    out = keep.copy()
+    for k in np.flatnonzero(before & after):
+        r = rows[k]
+        j = rows[k + 1] if k + 1 < len(rows) else rows[k - 1]
+        i = int(np.argmax(np.abs(q[r] - q[j]) / v))
+        out[r] = False
+        skips.add("position jump", lines[r], f"q[{names[i]}] = {q[r, i]:.4g}, line "
+                  f"{lines[j]} has {q[j, i]:.4g} ({abs(t[r] - t[j]):.3g} s apart, velocity "
+                  f"limit {v[i] / (1.0 + RATE_MARGIN):.3g})")
+    return out

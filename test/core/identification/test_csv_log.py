@@ -141,6 +141,27 @@ def test_no_row_left_and_inline_maps(tmp_path):
         assert np.array_equal(log.position, [[1, 2], [3, 4]]) and log.velocity is None
 
 
+def test_an_isolated_row_of_another_pose_is_a_position_jump_a_step_is_not(tmp_path):
+    """q of joint 1 at 0.5 rad, 10 ms apart, velocity limit 2 rad/s: a move of at most
+    (1 + RATE_MARGIN) 2 x 0.01 + JUMP_FLOOR = 0.04 rad between rows. Line 4 reads 1.5 (1 rad
+    from both neighbours): skipped as a position jump; line 8 on reads 0.9 (a real step,
+    its successors agree): kept; a step of 0.039 rad is within the bound. Without limits,
+    nothing is a jump."""
+    q = [0.5, 0.5, 0.5, 1.5, 0.5, 0.5, 0.5, 0.9, 0.9, 0.9, 0.939]
+    (tmp_path / "log.csv").write_text("".join(f"{0.01 * k:.2f},{v}\n" for k, v in enumerate(q)))
+    limits = {"lower": np.array([-3.0]), "upper": np.array([3.0]),
+              "velocity": np.array([2.0]), "effort": np.array([np.inf])}
+    columns = C.ColumnMap(t=1, q=(2,))
+    log = C.read_csv_joint_states(tmp_path / "log.csv", columns, ("j1",), limits)
+    assert log.skipped.skipped == {"position jump": 1}
+    assert log.skipped.examples == {"position jump": (4,)}
+    assert "line 4: q[j1] = 1.5, line 5 has 0.5 (0.01 s apart, velocity limit 2)" in \
+        log.skipped.line()
+    assert np.array_equal(log.position[:, 0], np.delete(q, 3))
+    log = C.read_csv_joint_states(tmp_path / "log.csv", columns, ("j1",))
+    assert log.skipped.skipped == {} and len(log.t) == len(q)
+
+
 def test_limits_written_as_zero_or_absent_bound_nothing(tmp_path):
     """lower = upper = 0, velocity / effort 0 or inf (URDFs that leave them unspecified):
     no limit, only the 1e9 bound; an empty file is refused."""
@@ -196,8 +217,13 @@ def test_ur10e_absurd_rows_of_11_32_02():
     i<=NF;i++) if ($i+0>1e6||$i+0<-1e6) {print NR; next}}'): 3 4 7 8 11 12 16 17 19 20.
     Beyond the URDF's limits (read by eye with sed -n 2,21p): line 2 q1 = 253 rad, line 6
     q1 = 30.8 rad, line 10 qd1 = 25.4 rad/s (limit 3.14), line 14 a current of 25.4 A on
-    joint 4 (x 9.0 = 228 N m, limit 54 N m). Lines 5, 9, 13, 15, 18, 21 hold shifted but
-    plausible values (within the limits): they are kept; a window (--rows 22:) drops them."""
+    joint 4 (x 9.0 = 228 N m, limit 54 N m). Lines 5, 9, 13, 15, 18 hold shifted values
+    within the limits (awk -F, 'NR<=23{print NR, $2, $3, $4}': their q1..q3 read e.g.
+    0.412 -0.319 -0.306 and 0 0 0 where lines 21 on read 0 -1.571 0, the pose the log then
+    holds): each is further from both its neighbours than the joints' velocity limits
+    allow in 10-45 ms, a position jump; so is line 1, whose one neighbour is line 5's
+    garbage (it is 0.1 rad from the pose of line 21, 0.2 s later: that it is garbage
+    itself is not known). Line 21 on is kept."""
     data = require_shared_data(UR10E)
     rows = _csv_rows(data / "identification_data" / "ur-19_09_27-11_32_02.csv")
     huge = [k + 1 for k, r in enumerate(rows) if max(abs(float(v)) for v in r) > 1e6]
@@ -205,8 +231,10 @@ def test_ur10e_absurd_rows_of_11_32_02():
     log = _ur(data, "ur-19_09_27-11_32_02.csv")
     r = log.skipped
     absurd = sorted(huge + [2, 6, 10, 14])
-    assert r.skipped == {"absurd": 14} and r.kept == len(rows) - 14
+    assert r.skipped == {"absurd": 14, "position jump": 6} and r.kept == len(rows) - 20
     assert r.examples["absurd"] == tuple(absurd[:C.EXAMPLES])
+    assert r.examples["position jump"] == (1, 5, 9, 13, 15)[:C.EXAMPLES]
+    assert np.abs(log.position[0] - [0.0, -1.5707, 0.0, -1.5708, 0.0, 0.0]).max() < 1e-3
     assert "14 absurd (lines 2, 3, 4, 6, 7, ...; line 2: q[shoulder_pan_joint] = 253" in r.line()
     assert np.abs(log.effort).max() < 330 and np.isfinite(log.position).all()
 
