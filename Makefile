@@ -97,7 +97,9 @@ KERNEL_VARIANT_SKIP := --ignore-glob='*/test_fuzz_urdf.py' --ignore-glob='*/test
 #   ros:            test/nodes, test/sim, test/demos, test/processes and test/test_*.py
 #                   but ROS_FREE_FILES (node processes, DDS, simulations);
 #   core:           every other folder of test/ (core, equations, rules, safety, ...) and
-#                   ROS_FREE_FILES (the colcon and pip builds, static checks);
+#                   ROS_FREE_FILES (the colcon and pip builds, static checks, and the files
+#                   of the ros lane's folders that start no node: the ros lane runs those
+#                   folders with --ignore=<file>);
 #   kernel-variant: test/core again under KERNEL_VARIANT.
 # Two run at any time (2 CPUs, and the ROS lane's timing tests): the ros lane beside the
 # core lane followed by the kernel-variant lane (test-ros-free).
@@ -107,16 +109,25 @@ KERNEL_VARIANT_SKIP := --ignore-glob='*/test_fuzz_urdf.py' --ignore-glob='*/test
 # (test/test_makefile_lanes.py checks that).
 ROS_LANE_DIRS := test/nodes test/sim test/demos test/processes
 TEST_DIRS := $(patsubst %/,%,$(filter-out test/data/ test/__pycache__/,$(sort $(wildcard test/*/))))
-# top-level files that start no node (builds, static checks, the identify CLI, doc
-# references): in the core lane, so that the ros lane, the longer one, is not the whole
-# critical path
+# files that start no node and use no DDS: in the core lane, so that the ros lane, the
+# longer one, is not the whole critical path. Top-level ones (builds, static checks, the
+# identify CLI, doc references) and ones in ROS_LANE_DIRS (ROS_FREE_IN_DIRS: the
+# simulator's plants and scenes without the node, the wire formats against rclpy's
+# serialisation, the demo's refusals before any node starts), which the ros lane leaves
+# out with --ignore
 ROS_FREE_FILES := test/test_colcon_build.py test/test_packaging.py test/test_function_length.py \
 	test/test_layering.py test/test_public_api.py test/test_makefile_lanes.py \
-	test/test_launch_files.py test/test_identify_cli.py test/test_doc_references.py
-LANE_ROS := $(filter $(ROS_LANE_DIRS),$(TEST_DIRS)) \
+	test/test_launch_files.py test/test_identify_cli.py test/test_doc_references.py \
+	test/sim/test_integrator.py test/sim/test_mujoco_agreement.py test/sim/test_robots.py \
+	test/sim/test_scene.py test/sim/test_scene_armature.py test/sim/test_sim_rules.py \
+	test/sim/test_visuals.py test/nodes/test_wire.py test/nodes/test_wire_in.py \
+	test/nodes/test_safety_wire.py test/demos/test_demo_refusals.py
+ROS_FREE_IN_DIRS := $(filter $(addsuffix /%,$(ROS_LANE_DIRS)),$(ROS_FREE_FILES))
+LANE_ROS := $(filter $(ROS_LANE_DIRS),$(TEST_DIRS)) $(addprefix --ignore=,$(ROS_FREE_IN_DIRS)) \
 	$(filter-out $(ROS_FREE_FILES),$(sort $(wildcard test/test_*.py test/*_test.py)))
 LANE_CORE := $(filter-out $(ROS_LANE_DIRS),$(TEST_DIRS)) \
-	$(filter $(ROS_FREE_FILES),$(sort $(wildcard test/test_*.py test/*_test.py)))
+	$(filter $(ROS_FREE_FILES),$(sort $(wildcard test/test_*.py test/*_test.py))) \
+	$(ROS_FREE_IN_DIRS)
 TEST_LOGS := build/test-logs
 # domain ids of the lanes: ROS_DOMAIN_ID (else one from the shell's pid) and two others
 LANE_DOMAINS := d=$${ROS_DOMAIN_ID:-$$(( $$$$ % 100 + 1 ))}; \
