@@ -275,16 +275,20 @@ $(STAMPS)/editable: $(STAMPS)/venv setup.py setup.cfg pyproject.toml package.xml
 #    Also the kernels the nodes compile on their first effort or safety state: the
 #    observer's one call (ContactMonitor.update_terms), the offline observer and detector
 #    (update), and the safety points' pass (moving and at rest), so that no timing test
-#    of a node pays their compile either.
-WARM_UP := -W ignore -c 'import numpy as np; from manip_dynamics import RobotModel, robots; \
+#    of a node pays their compile either. The kernel-variant lane runs test/core, which
+#    never calls the safety kernel (manip_dynamics/safety is not the core's): its warm-up
+#    (WARM_UP_VARIANT) leaves that kernel out, 15 s of numba's compile time here.
+WARM_UP_CORE := import numpy as np; from manip_dynamics import RobotModel, robots; \
 	from manip_dynamics.rules.contact_monitor import ContactMonitor, ObserverOptions; \
-	from manip_dynamics.safety import BodyModel, SafetyMonitor, default_points; \
 	m = RobotModel.from_urdf_file(robots.path("panda")).warm_up(); tip = m.default_tip; \
 	q = np.zeros(m.n); qd = np.full(m.n, 0.1); c = ContactMonitor(m, ObserverOptions(), tip); \
 	[c.update_terms(1e-3 * k, q, qd, q, *m.compute_all(q, qd, tip, momentum=True)) for k in range(3)]; \
-	c = ContactMonitor(m, ObserverOptions(), tip); [c.update(1e-3 * k, q, qd, q) for k in range(3)]; \
+	c = ContactMonitor(m, ObserverOptions(), tip); [c.update(1e-3 * k, q, qd, q) for k in range(3)]
+WARM_UP_SAFETY := from manip_dynamics.safety import BodyModel, SafetyMonitor, default_points; \
 	s = SafetyMonitor(m, default_points(m), BodyModel.load()["hands_fingers"]); \
-	s.assess(q, qd); s.assess(q, 0 * qd)'
+	s.assess(q, qd); s.assess(q, 0 * qd)
+WARM_UP := -W ignore -c '$(WARM_UP_CORE); $(WARM_UP_SAFETY)'
+WARM_UP_VARIANT := -W ignore -c '$(WARM_UP_CORE)'
 KERNEL_SOURCES := $(wildcard manip_dynamics/core/*.py manip_dynamics/core/*/*.py \
 	manip_dynamics/core/*/*/*.py)
 
@@ -293,10 +297,10 @@ $(STAMPS)/kernels: $(STAMPS)/editable $(KERNEL_SOURCES) manip_dynamics/safety/ke
 	@$(TIMED) $(LOCK) "$(PY)" $(WARM_UP)
 	@touch $@
 
-$(STAMPS)/kernels-variant: $(STAMPS)/editable $(KERNEL_SOURCES) manip_dynamics/safety/kernel.py
+$(STAMPS)/kernels-variant: $(STAMPS)/editable $(KERNEL_SOURCES)
 	@echo "compiling the core's numba kernels for the second test/core run ($(KERNEL_VARIANT))"
 	@rm -rf "$(KERNEL_VARIANT_CACHE)"
-	@$(TIMED) $(LOCK) env $(KERNEL_VARIANT) "$(PY)" $(WARM_UP)
+	@$(TIMED) $(LOCK) env $(KERNEL_VARIANT) "$(PY)" $(WARM_UP_VARIANT)
 	@touch $@
 
 # Optional: the Debian libraries MuJoCo's offscreen renderer (the demo's pictures) needs:
