@@ -63,7 +63,10 @@ class ContactCalibrationService:
     its ContactOutputs (collects the runs' samples, applies the calibration). The service
     is answered on a thread of its own (a ServiceThread of two threads, hidden node
     ``_<node>_calibration``): a call waits while the states are collected, and a second
-    call is refused meanwhile, not queued; ``stop()`` before the node is destroyed."""
+    call is refused meanwhile, not queued; ``start()`` once the node is built (a node
+    whose construction fails has no thread to stop: rclpy's context then destroys it
+    holding the context's lock, which a running thread's spin waits for), ``stop()``
+    before the node is destroyed."""
 
     def __init__(self, node, outputs, state, startup_duration: float = 0.0):
         self.node, self._outputs, self._state = node, outputs, state
@@ -73,7 +76,6 @@ class ContactCalibrationService:
                              durability=DurabilityPolicy.TRANSIENT_LOCAL)
         self.pub = node.create_publisher(ContactCalibration, TOPIC, latched)
         self.service = self.host.create_service(CalibrateContact, SERVICE, self.on_request)
-        self.host.start()
         outputs.on_run_complete = self._on_run_complete
         if startup_duration > 0:
             outputs.start_run(CalibrationRun(startup_duration, "startup"))
@@ -81,6 +83,10 @@ class ContactCalibrationService:
                 f"contact calibration at start-up: learning from the first "
                 f"{startup_duration:g} s of joint states with effort (keep the arm moving "
                 "freely, without contact)")
+
+    def start(self) -> None:
+        """Answer the service from now on (its thread starts)."""
+        self.host.start()
 
     def stop(self) -> None:
         """End the service's thread (and a request waiting for states)."""

@@ -173,7 +173,14 @@ class DynamicsNode(Node):
 
         self._load_initial_model(values)     # parses and warms up (compiles) the model
         self._joint_states_sub = self._subscribe_joint_states(values)
+        self._start_service_threads()
+
+    def _start_service_threads(self) -> None:
+        """The services' threads, last in __init__: a construction that failed before has
+        none running (rclpy's context destroys such a node holding the context's lock,
+        which a running thread's spin waits for: its stop() waited out STOP_TIMEOUT)."""
         self.service_thread.start()
+        self.contact_calibration.start()
 
     def _calibration_service(self, values) -> ContactCalibrationService:
         """``~/calibrate_contact`` (on a thread of its own) and ``~/contact_calibration``,

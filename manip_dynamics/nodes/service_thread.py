@@ -45,6 +45,7 @@ SERVICE_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=SERVICE_QUEUE_DE
                          durability=DurabilityPolicy.VOLATILE)
 SWITCH_INTERVAL = 0.0002      # s: sys.setswitchinterval of a process serving services
 STOP_TIMEOUT = 5.0            # s: stop() waits this long for a call in progress
+SPIN_TIMEOUT = 1.0            # s: the thread's longest wait for work (stop() wakes it at once)
 
 
 def lower_switch_interval() -> None:
@@ -74,6 +75,12 @@ class ServiceThread:
                          MultiThreadedExecutor(num_threads=threads, context=owner.context))
         self.executor.add_node(self.node)
         self._stopping = threading.Event()
+        # stop() triggers it: the executor runs its (empty) callback, so spin_once returns
+        # now and the loop sees _stopping. (executor.wake() does not end a spin_once: the
+        # executor only rebuilds its wait set and waits out SPIN_TIMEOUT, a second for
+        # every node shut down.)
+        self._wake = self.node.create_guard_condition(lambda: None,
+                                                      callback_group=self._group)
         self._thread = threading.Thread(target=self._spin, daemon=True,
                                         name=f"{owner.get_name()}-services")
 
@@ -94,7 +101,7 @@ class ServiceThread:
         context = self.node.context
         try:
             while context.ok() and not self._stopping.is_set():
-                self.executor.spin_once(timeout_sec=1.0)
+                self.executor.spin_once(timeout_sec=SPIN_TIMEOUT)
         except (ExternalShutdownException, ShutdownException, KeyboardInterrupt):
             pass
         except Exception:   # (a wait set on a context shut down meanwhile: the end, quietly)
@@ -105,7 +112,7 @@ class ServiceThread:
         """End the thread (after the call in progress, waiting at most STOP_TIMEOUT s), then
         the executor and the hidden node."""
         self._stopping.set()
-        self.executor.wake()
+        self._wake.trigger()
         if self._thread.is_alive():
             self._thread.join(STOP_TIMEOUT)
         self.executor.shutdown(timeout_sec=0.0)
