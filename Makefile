@@ -122,7 +122,7 @@ ROS_FREE_FILES := test/test_colcon_build.py test/test_packaging.py test/test_fun
 	test/sim/test_integrator.py test/sim/test_mujoco_agreement.py test/sim/test_robots.py \
 	test/sim/test_scene.py test/sim/test_scene_armature.py test/sim/test_sim_rules.py \
 	test/sim/test_visuals.py test/nodes/test_wire.py test/nodes/test_wire_in.py \
-	test/nodes/test_safety_wire.py test/demos/test_demo_refusals.py
+	test/nodes/test_safety_wire.py test/demos/test_demo_refusals.py test/demos/test_demo_analysis.py
 ROS_FREE_IN_DIRS := $(filter $(addsuffix /%,$(ROS_LANE_DIRS)),$(ROS_FREE_FILES))
 LANE_ROS := $(filter $(ROS_LANE_DIRS),$(TEST_DIRS)) $(addprefix --ignore=,$(ROS_FREE_IN_DIRS)) \
 	$(filter-out $(ROS_FREE_FILES),$(sort $(wildcard test/test_*.py test/*_test.py)))

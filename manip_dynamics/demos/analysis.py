@@ -80,16 +80,21 @@ def _filtered(t, truth, gain=K_O):
 
 def contact_series(rec, name):
     """t (s from the observer's reset), truth, r (N, n) and the Contact rows of a phase,
-    on the stamps present in all three."""
+    on the stamps present in all three from the reset on. The reset is the phase's last
+    residual with r = 0 (the observer's first output after it), found among the
+    residuals alone: a truth or Contact message of that stamp lost under load does not
+    hide it. RuntimeError when the phase recorded none."""
     with rec.lock:
         res = _by_phase(rec.residual, name)
         truth = {r[1]: r for r in rec.truth}      # (tagged by arrival: match by stamp)
         contact = {r[1]: r for r in rec.contact}
-    stamps = sorted(set(truth) & set(res) & set(contact))
-    # start at the observer's reset: its first output is the only sample with r = 0
-    first = max(i for i, st in enumerate(stamps) if not np.any(res[st][2]))
-    stamps = stamps[first:]
-    return dict(stamp=np.array(stamps), t=np.array(stamps) - stamps[0],
+    zero = [st for st, row in res.items() if not np.any(row[2])]
+    if not zero:
+        raise RuntimeError(f"phase {name}: the observer's reset (its one output with r = 0) "
+                           f"is not among the {len(res)} residuals recorded")
+    reset = max(zero)
+    stamps = [st for st in sorted(set(truth) & set(res) & set(contact)) if st >= reset]
+    return dict(stamp=np.array(stamps), t=np.array(stamps) - reset,
                 truth=np.array([truth[s][2] for s in stamps]),
                 r=np.array([res[s][2] for s in stamps]),
                 contact=[contact[s] for s in stamps])
