@@ -118,7 +118,7 @@ TEST_DIRS := $(patsubst %/,%,$(filter-out test/data/ test/__pycache__/,$(sort $(
 # out with --ignore
 ROS_FREE_FILES := test/test_colcon_build.py test/test_packaging.py test/test_function_length.py \
 	test/test_layering.py test/test_public_api.py test/test_makefile_lanes.py \
-	test/test_launch_files.py test/test_identify_cli.py test/test_doc_references.py \
+	test/test_identify_cli.py test/test_doc_references.py \
 	test/sim/test_integrator.py test/sim/test_mujoco_agreement.py test/sim/test_robots.py \
 	test/sim/test_scene.py test/sim/test_scene_armature.py test/sim/test_sim_rules.py \
 	test/sim/test_visuals.py test/nodes/test_wire.py test/nodes/test_wire_in.py \
