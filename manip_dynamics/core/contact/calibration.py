@@ -98,8 +98,8 @@ judged on its change from the settled level. The price: a load held perfectly st
 ``settle`` s after the torque stopped changing; a residual still relaxing after a stop
 (the drive's current) when the standstill level is taken moves away from it, which the
 learned rest_i must cover: the calibration replays the same rules, so it covers the
-relaxations its stretch shows (on the UR10e the elbow's rest_i grew from 1.55 to 3.95
-N m with the standstill level).
+relaxations its stretch shows (on the UR10e, with the rules at rest and at the switch,
+the elbow's rest_i grew from 1.55 to 3.95 N m).
 
 Refusals (:class:`InputError`, one line): the stretch is too short (less than
 ``min_duration`` s or 100 samples); too still to be representative (the arm moves
