@@ -17,6 +17,7 @@ import pytest
 
 import ur10e_contact as U
 from shared_data import require_shared_data
+from manip_dynamics.rules.contact_monitor import ContactMonitor
 
 
 
@@ -119,3 +120,21 @@ def test_a_payload_in_the_model_and_a_loaded_calibration_leave_loaded_runs_conta
         assert not U.replay(model, run, U.options("motion"), cal).in_contact.any(), name
     run = U.read_run(folder, "identification_data/ur-20_01_31-load.csv", loaded, gain)
     assert U.replay(loaded, run, U.options("motion"), unloaded).in_contact.any()
+
+
+def test_the_nodes_path_gives_the_same_thresholds_and_contacts(arm):
+    """The node feeds ContactMonitor.update_terms (the observer, detector and tip wrench in
+    one numba call, with its own compute_all terms); the tests above feed update. On
+    push_pose_2 with the motion thresholds: the same enter thresholds on every sample (to
+    the bit: the rules at rest see the same residuals), the same contact state, residuals
+    equal to round-off (measured 1.4e-14 N m)."""
+    folder, model, gain, cal = arm
+    run = U.read_run(folder, "collision/ur-20_01_22-push_pose_2.csv", model, gain)
+    python, node = (ContactMonitor(model, U.options("motion"), "tool0", cal) for _ in range(2))
+    for k in range(len(run.t)):
+        state = python.update(run.t[k], run.q[k], run.qd[k], run.tau[k])
+        live = node.update_terms(run.t[k], run.q[k], run.qd[k], run.tau[k],
+                                 *model.compute_all(run.q[k], run.qd[k], "tool0", momentum=True))
+        assert np.array_equal(python.detector.enter, node.detector.enter), k
+        assert state.contact.in_contact == live.in_contact, k
+        np.testing.assert_allclose(live.residual, state.residual, rtol=0, atol=1e-9)
