@@ -96,11 +96,9 @@ PAYLOAD = {"ur-20_01_13-load_2600.csv": 2.6}   # kg at tool0, by its name; the o
 
 def loaded(folder, gain, base, calibrate_on):
     """The runs with a payload, the payload in the model (a point mass at tool0's origin,
-    its mass from the data's README), calibrated on ``calibrate_on`` (another loaded run,
-    or the default unloaded run): contacts entered
-    per run (the payload runs of the table above, with the model a user would give).
-    An unloaded calibration run is calibrated on with the model without payload (what it
-    carried)."""
+    its mass from the data's README), calibrated on ``calibrate_on`` (another loaded run
+    with its payload, or an unloaded run with the model without one): contacts entered per
+    run (the payload runs of the table above, with the model a user would give)."""
     def with_load(name):
         return base.with_payload("tool0", PAYLOAD.get(name, 2.805))
 

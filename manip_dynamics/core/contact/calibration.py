@@ -341,6 +341,9 @@ class MotionThresholds:
         # the settling rule's steadiness limit: rest_i, the error at rest without the
         # margin (a settled level then leaves r - bias within 1 / margin of the threshold)
         self._steady = np.array(c.rest)
+        self._calibrated_bias = np.array(c.bias)
+        # the observer's response to what came before a standstill has decayed (e^-5)
+        self._response = 5.0 / self.gains.min()
         self._thresholds = np.empty(len(c.joint_names))
         self.reset()
 
@@ -367,7 +370,7 @@ class MotionThresholds:
         features, levels = np.ones((t.shape[0], 4, qd.shape[1])), np.empty_like(raw)
         for k in range(t.shape[0]):
             levels[k] = th.bias
-            features[k, 1:] = th._state.step(t[k], qd[k], along=th._last * qd[k] > 0.0)
+            features[k, 1:] = th._step(t[k], qd[k])[0]
             th.settle_bias(t[k], raw[k], qd[k])
         return features, levels
 
@@ -381,13 +384,18 @@ class MotionThresholds:
             return self.constant
         st = self._state
         qd = np.asarray(qd, dtype=float)
-        along = self._last * qd > 0.0          # (a joint yielding to its residual)
-        v, a, u = st.step(t, qd, tau, along)
+        (v, a, u), along = self._step(t, qd, tau)
         c = self.coef
         np.multiply(c[1], v, out=self._thresholds)
         slow = st.s * ~(st.moving & along)              # (not: r along the motion)
         self._thresholds += c[0] + c[2] * a + c[3] * u + self.coulomb * slow + st.d
         return self._thresholds
+
+    def _step(self, t, qd, tau=None):
+        """The features (v, a, u) of the sample (t, qd (n,), tau) and along (n,) bool:
+        joint i moves along its last r_i - bias_i (yields to it)."""
+        along = self._last * qd > 0.0
+        return self._state.step(t, qd, tau, along), along
 
     def settle_bias(self, t, raw, qd, in_contact=False):
         """After the sample at t (its detection done; in_contact: the detector's state):
@@ -412,12 +420,13 @@ class MotionThresholds:
         speed = np.abs(qd)
         sliding = (speed > c.move_speed) | ((speed > c.rest_speed) & ~(self._last * qd > 0.0))
         if sliding.any():
-            self.bias[sliding] = np.asarray(c.bias)[sliding]
-        if speed.max() > c.rest_speed:
+            self.bias[sliding] = self._calibrated_bias[sliding]
+        top = speed.max()
+        if top > c.rest_speed:
             self._window = self._still = self._still_since = None
             self._held_unknown = True
             return self.bias
-        if self._standstill_level(t, raw, speed.max(), in_contact):
+        if self._standstill_level(t, raw, top, in_contact):
             return self.bias
         self._window = self._steady_window(self._window, t, raw)
         if t - self._window[0] >= c.settle:
@@ -433,11 +442,10 @@ class MotionThresholds:
             return False
         if self._still_since is None:
             self._still_since = t
-        response = 5.0 / self.gains.min()
-        if t - self._still_since < response:
+        if t - self._still_since < self._response:
             return False
         self._still = self._steady_window(self._still, t, raw)
-        if t - self._still[0] < response:
+        if t - self._still[0] < self._response:
             return False
         self._level(self._still)
         self.levelled += 1
@@ -483,16 +491,15 @@ class _FeatureState:
         self.s, self.d = np.zeros(n), np.zeros(n)
         self.moving = np.zeros(n, bool)       # |qd_i| above its sign's noise
 
-    def step(self, t, qd, tau=None, along=None):
+    def step(self, t, qd, tau, along):
         """The features (3, n) = (v, a, u) for the sample (t, qd); s and d updated (d only
         when tau (n,) is given: the effort's step from the last sample that gave one).
-        along (n,) bool: joint i moves along its residual (yields to it; None: none
-        does), which does not count as a move for s (friction opposes a yield: the
+        along (n,) bool: joint i moves along its residual (yields to it), which does not
+        count as a move for s (friction opposes a yield: the
         friction the model lacks then lowers |r|, it cannot raise it)."""
         qd = np.asarray(qd, dtype=float)
         speed = np.abs(qd)
-        self.moved |= (speed > self.rest_speed) if along is None else \
-            ((speed > self.rest_speed) & ~along)
+        self.moved |= (speed > self.rest_speed) & ~along
         self.moving = speed > SIGN_SPEED * self.rest_speed
         self.s = self.moved * (1.0 - np.minimum(speed / self.slide_speed, 1.0))
         if self.t is None or not t > self.t:
